@@ -1,0 +1,65 @@
+"""Command line: ``python -m rnnbook run <chapter> [--profile full] [--device cuda]
+[--results-dir DIR] [-p name value ...]`` and ``python -m rnnbook seed-book-cache``."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import yaml
+
+from rnnbook.claims import format_value
+from rnnbook.execute import execute_chapter, seed_book_cache
+from rnnbook.paths import chapters
+
+
+def parse_value(text: str):
+    """A parameter value as YAML, with numbers such as 1e-3 and 5e4 read as numbers (YAML 1.1
+    leaves them strings), also inside lists."""
+    def number(x):
+        if isinstance(x, list):
+            return [number(v) for v in x]
+        if isinstance(x, str):
+            for kind in (int, float):
+                try:
+                    return kind(x)
+                except ValueError:
+                    pass
+        return x
+    return number(yaml.safe_load(text))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m rnnbook")
+    sub = ap.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="execute a chapter with papermill and check its claims")
+    r.add_argument("chapter", choices=chapters())
+    r.add_argument("--profile", choices=["quick", "full"], default="quick")
+    r.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    r.add_argument("--results-dir", default=None,
+                   help="results land in DIR/<chapter>/ (default _build/results/<profile>)")
+    r.add_argument("-p", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                   help="a chapter parameter; VALUE is parsed as YAML (numbers, lists, null)")
+    r.add_argument("--quiet", action="store_true", help="no progress bars")
+    sub.add_parser("seed-book-cache", help="let the book reuse fresh test executions")
+    args = ap.parse_args(argv)
+
+    if args.command == "seed-book-cache":
+        seeded = seed_book_cache()
+        print("book reuses executions of:", ", ".join(seeded) or "none")
+        return 0
+    parameters = {"profile": args.profile, "device": args.device}
+    parameters.update({name: parse_value(value) for name, value in args.p})
+    found, out = execute_chapter(args.chapter, parameters, args.results_dir, quiet=args.quiet)
+    for c in found:
+        mark = "PASS" if c.passed else "FAIL"
+        print(f"{mark}  {c.id:<6} {c.verdict:<15} {format_value(c.value)[:60]}")
+    failed = [c.id for c in found if not c.passed]
+    if not found:
+        print("no claims were recorded: a chapter must check its claims")
+        return 1
+    print(f"{len(found) - len(failed)} of {len(found)} claims passed; notebook: {out}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

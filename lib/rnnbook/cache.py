@@ -1,0 +1,77 @@
+"""Results cache for long computations (all chapters).
+
+An entry is keyed by a hash of its name, its configuration and the library's code version
+(:func:`rnnbook.paths.code_version`), so a change to either is a miss, never a stale hit. Entries are
+``.npz`` files of plain arrays (loaded with ``allow_pickle=False``) written atomically, with a JSON
+sidecar of the configuration for humans. A sweep cached entry by entry resumes where it stopped.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rnnbook.claims import atomic_write, to_json
+from rnnbook.paths import code_version
+
+Result = dict[str, Any]
+
+
+class Cache:
+    """A directory of cached results."""
+
+    def __init__(self, directory: Path):
+        self.directory = Path(directory)
+        self.hits = 0
+        self.misses = 0
+
+    def path(self, name: str, config: dict) -> Path:
+        blob = json.dumps({"name": name, "config": to_json(config), "code": code_version()},
+                          sort_keys=True)
+        return self.directory / f"{name}-{hashlib.sha256(blob.encode()).hexdigest()[:20]}.npz"
+
+    def get(self, name: str, config: dict) -> Result | None:
+        path = self.path(name, config)
+        if not path.exists():
+            return None
+        with np.load(path, allow_pickle=False) as z:
+            return {k: (z[k].item() if z[k].ndim == 0 else z[k]) for k in z.files}
+
+    def put(self, name: str, config: dict, result: Result) -> None:
+        """Store ``result``: a dict of arrays, numbers or strings (never objects: no pickles)."""
+        path = self.path(name, config)
+        arrays = {k: np.asarray(v) for k, v in result.items()}
+        for k, a in arrays.items():
+            if a.dtype.hasobject or k in ("file", "allow_pickle"):
+                raise TypeError(f"cannot cache {k!r}: results are plain arrays with plain names")
+        buf = io.BytesIO()
+        np.savez(buf, allow_pickle=False, **arrays)
+        atomic_write(path, buf.getvalue())
+        side = {"name": name, "config": to_json(config), "code_version": code_version()}
+        atomic_write(path.with_suffix(".json"), json.dumps(side, indent=2).encode())
+
+    def cached(self, name: str, config: dict, compute: Callable[[], Result]) -> Result:
+        """``compute()``, or its cached result for this ``(name, config, code)``."""
+        return self.cached_batch(name, [config], lambda cfgs: [compute()])[0]
+
+    def cached_batch(self, name: str, configs: Sequence[dict],
+                     compute: Callable[[list[dict]], list[Result]], chunk_size: int | None = None,
+                     progress: Callable[[Iterable], Iterable] = iter) -> list[Result]:
+        """Results for every config: cached ones are loaded, the rest computed ``chunk_size`` at a
+        time by one batched ``compute(configs) -> results`` call and stored as each chunk ends."""
+        results: list[Result | None] = [self.get(name, c) for c in configs]
+        todo = [i for i, r in enumerate(results) if r is None]
+        self.hits += len(configs) - len(todo)
+        self.misses += len(todo)
+        size = chunk_size or max(len(todo), 1)
+        for start in progress(range(0, len(todo), size)):
+            idx = todo[start:start + size]
+            for i, r in zip(idx, compute([configs[i] for i in idx]), strict=True):
+                self.put(name, configs[i], r)
+                results[i] = self.get(name, configs[i])  # what a resumed run would see
+        return results  # type: ignore[return-value]

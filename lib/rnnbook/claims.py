@@ -1,0 +1,123 @@
+"""Claims as data (all chapters).
+
+A chapter checks each claim of its paper and records it with :meth:`Claims.add`. Each record is a
+JSON object with the fields of :data:`FIELDS`; the chapter's list is written to
+``<results_dir>/<chapter>/claims.json`` after every claim and shown as a table at the chapter's end.
+"""
+from __future__ import annotations
+
+import html
+import json
+import math
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+VERDICTS = ("reproduced", "partly", "not reproduced", "inconclusive")
+FIELDS = ("id", "statement", "source", "value", "tolerance", "verdict", "passed")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One checked claim. ``passed`` says whether our check's condition held; ``verdict`` says what
+    that means for the paper (a claim that does not reproduce can be pinned as such and pass)."""
+
+    id: str
+    statement: str
+    source: str
+    value: Any
+    tolerance: str
+    verdict: str
+    passed: bool
+
+
+def to_json(value: Any) -> Any:
+    """Plain JSON for numbers, arrays and containers; non-finite floats become "inf"/"-inf"/"nan"."""
+    if isinstance(value, dict):
+        return {str(k): to_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(v) for v in value]
+    if hasattr(value, "tolist"):  # numpy / torch arrays and scalars
+        return to_json(value.tolist())
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+class Claims:
+    """The claims of one chapter run, persisted to ``path`` (a JSON list of :class:`Claim`)."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.items: list[Claim] = []
+        self._write()
+
+    def add(self, id: str, statement: str, source: str, value: Any, tolerance: str,
+            passed: bool, verdict: str | None = None) -> Claim:
+        """Record a claim. ``verdict`` defaults to "reproduced" if ``passed`` else "not reproduced";
+        pass "inconclusive" when too few runs converged to judge (then ``passed`` is False)."""
+        if any(c.id == id for c in self.items):
+            raise ValueError(f"claim id {id!r} recorded twice")
+        if not isinstance(passed, (bool, np.bool_)):
+            raise TypeError(f"passed must be a bool, not {type(passed).__name__}")
+        verdict = verdict or ("reproduced" if passed else "not reproduced")
+        if verdict not in VERDICTS:
+            raise ValueError(f"verdict {verdict!r} is not one of {VERDICTS}")
+        if verdict == "inconclusive" and passed:
+            raise ValueError("an inconclusive claim cannot pass")
+        c = Claim(id, statement, source, to_json(value), tolerance, verdict, bool(passed))
+        self._write(self.items + [c])  # raises on a value JSON cannot hold, recording nothing
+        self.items.append(c)
+        return c
+
+    def _write(self, items: list[Claim] | None = None) -> None:
+        text = json.dumps([asdict(c) for c in (self.items if items is None else items)],
+                          indent=2, allow_nan=False)
+        atomic_write(self.path, text.encode())
+
+    def table_html(self) -> str:
+        """The claims as an HTML table (the chapter's closing table)."""
+        head = "".join(f"<th>{f}</th>" for f in FIELDS)
+        rows = []
+        for c in self.items:
+            cells = [c.id, c.statement, c.source, format_value(c.value), c.tolerance, c.verdict,
+                     "✓" if c.passed else "✗"]
+            tds = "".join(f"<td>{html.escape(str(x))}</td>" for x in cells)
+            rows.append(f'<tr class="claim-{"pass" if c.passed else "fail"}">{tds}</tr>')
+        return (f'<div class="claims-table"><table><thead><tr>{head}</tr></thead>'
+                f'<tbody>{"".join(rows)}</tbody></table></div>')
+
+
+def load(path: Path) -> list[Claim]:
+    """Read a ``claims.json`` written by :class:`Claims`."""
+    return [Claim(**d) for d in json.loads(Path(path).read_text())]
+
+
+def format_value(value: Any) -> str:
+    """Short human form of a measured value: 3 significant digits for floats."""
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {format_value(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return "[" + ", ".join(format_value(v) for v in value) + "]"
+    return str(value)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that a reader never sees a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,33 @@
+"""Where the book, its chapters and its results live (all chapters)."""
+from __future__ import annotations
+
+import hashlib
+import os
+from functools import cache
+from pathlib import Path
+
+LIB_DIR = Path(__file__).resolve().parent
+BOOK_ROOT = LIB_DIR.parents[1]
+CHAPTERS_DIR = BOOK_ROOT / "chapters"
+BUILD_DIR = BOOK_ROOT / "_build"
+
+
+def chapters() -> list[str]:
+    """Names of the book's chapters: every ``chapters/<name>.md``."""
+    return sorted(p.stem for p in CHAPTERS_DIR.glob("*.md"))
+
+
+def default_results_dir(profile: str) -> Path:
+    """``$RNNBOOK_RESULTS`` if set, else ``_build/results/<profile>`` in the book."""
+    env = os.environ.get("RNNBOOK_RESULTS")
+    return Path(env) if env else BUILD_DIR / "results" / profile
+
+
+@cache
+def code_version() -> str:
+    """A hash of the library's source: a cache entry made by other code is never served."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in LIB_DIR.rglob("*.py") if ".ipynb_checkpoints" not in p.parts):
+        h.update(path.relative_to(LIB_DIR).as_posix().encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]

@@ -1,0 +1,103 @@
+"""The run of one chapter: validated parameters, seeding, claims, figures, cache, progress.
+
+Every chapter's first code cell is ``run = rnnbook.setup("<chapter>", profile=..., device=...,
+seed=..., results_dir=...)``; everything the chapter writes lands in ``run.dir``
+(``<results_dir>/<chapter>/``): ``claims.json``, ``figures/``, ``cache/``.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import random
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import torch
+from tqdm.std import tqdm
+
+from rnnbook import params
+from rnnbook.cache import Cache
+from rnnbook.claims import Claim, Claims
+from rnnbook.figures import save_figure, use_style
+from rnnbook.paths import code_version, default_results_dir
+
+T = TypeVar("T")
+
+
+def quiet() -> bool:
+    """Progress bars are off when ``RNNBOOK_QUIET`` is set to a non-empty value other than 0."""
+    return os.environ.get("RNNBOOK_QUIET", "0") not in ("", "0")
+
+
+@dataclass
+class Run:
+    chapter: str
+    profile: str
+    device: torch.device
+    seed: int
+    dir: Path
+    claims: Claims = field(init=False)
+    cache: Cache = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.claims = Claims(self.dir / "claims.json")
+        self.cache = Cache(self.dir / "cache")
+
+    def pick(self, quick: T, full: T) -> T:
+        """The value for this run's profile."""
+        return quick if self.profile == "quick" else full
+
+    def claim(self, id: str, statement: str, source: str, value: Any, tolerance: str,
+              passed: bool, verdict: str | None = None) -> Claim:
+        """Record a checked claim (see :class:`rnnbook.claims.Claims`)."""
+        return self.claims.add(id, statement, source, value, tolerance, passed, verdict)
+
+    def save_figure(self, fig, name: str, caption: str) -> None:
+        """Export ``fig`` to ``figures/<name>.{png,svg}`` and show it labelled
+        ``fig-<chapter>-<name>``."""
+        save_figure(fig, name, caption, self.dir / "figures", self.chapter)
+
+    def progress(self, iterable: Iterable[T], **kwargs) -> Iterable[T]:
+        """A tqdm progress bar (silent when ``RNNBOOK_QUIET`` is set)."""
+        return tqdm(iterable, disable=quiet(), dynamic_ncols=True, **kwargs)
+
+    def show_claims(self) -> None:
+        """Show the claims table (the chapter's last cell)."""
+        from IPython.display import HTML, display
+        display(HTML(self.claims.table_html()))
+
+    def banner(self) -> None:
+        """Show how this run was made (profile, device, seed, code version)."""
+        from IPython.display import Markdown, display
+        display(Markdown(
+            f"```{{note}}\nThis page was computed in the **{self.profile}** profile on "
+            f"`{self.device.type}` ({platform.processor() or platform.machine()}), seed {self.seed}, "
+            f"library version `{code_version()}`. See {{doc}}`/intro` for how to rerun it.\n```\n"))
+
+
+def setup(chapter: str, profile: str = "quick", device: str = "auto", seed: int = 0,
+          results_dir: str | os.PathLike | None = None, threads: int | None = None) -> Run:
+    """Validate the common parameters, seed every generator and return the chapter's :class:`Run`.
+
+    ``threads`` sets ``torch.set_num_threads`` (1 for launch-bound programs of many small models).
+    """
+    if not isinstance(chapter, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", chapter):
+        raise params.ParameterError("chapter", chapter, "a snake_case chapter name")
+    params.choice("profile", profile, params.PROFILES)
+    dev = params.device(device)
+    seed = params.integer("seed", seed, lo=0)
+    if results_dir is not None and not isinstance(results_dir, (str, os.PathLike)):
+        raise params.ParameterError("results_dir", results_dir, "None or a directory path")
+    if threads is not None:
+        torch.set_num_threads(params.integer("threads", threads, lo=1))
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    use_style()
+    root = Path(results_dir) if results_dir is not None else default_results_dir(profile)
+    return Run(chapter, profile, dev, seed, root.expanduser().resolve() / chapter)
+

@@ -1,0 +1,839 @@
+"""Unit tests of the foundation modules of ``rnnbook`` (params, run, claims, figures, cache, data,
+paths, execute, command line). Fast (a few seconds), offline (only file:// and loopback URLs), and
+everything they write goes to pytest's ``tmp_path``.
+"""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import io
+import json
+import random
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.image as mpimg  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+import yaml  # noqa: E402
+
+import rnnbook  # noqa: E402
+import rnnbook.__main__ as cli  # noqa: E402
+from rnnbook import cache as cache_mod  # noqa: E402
+from rnnbook import claims as claims_mod  # noqa: E402
+from rnnbook import data, execute, figures, params, paths  # noqa: E402
+from rnnbook.cache import Cache  # noqa: E402
+from rnnbook.data import DataError  # noqa: E402
+
+REAL_DATA = Path("/work/shared/data")
+JSB, JSB_FILE = "jsb-chorales", "jsb-chorales-quarter.json"
+REAL_JSB = REAL_DATA / JSB / JSB_FILE
+needs_jsb = pytest.mark.skipif(not REAL_JSB.exists(), reason=f"{REAL_JSB} is not present")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch):
+    """No test sees the caller's data/results directories or writes into the book."""
+    monkeypatch.delenv("RNNBOOK_DATA", raising=False)
+    monkeypatch.delenv("RNNBOOK_RESULTS", raising=False)
+    monkeypatch.setenv("RNNBOOK_QUIET", "1")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cli_subprocess(tmp_path_factory):
+    """``python -m rnnbook run nosuchchapter`` in a subprocess, started before the first test so
+    that its slow start (importing torch) overlaps the other tests."""
+    proc = subprocess.Popen([sys.executable, "-m", "rnnbook", "run", "nosuchchapter"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=tmp_path_factory.mktemp("cli"))
+    yield proc
+    if proc.poll() is None:
+        proc.kill()
+    proc.communicate()
+
+
+@pytest.fixture
+def run(tmp_path):
+    return rnnbook.setup("demo", profile="quick", device="cpu", seed=0,
+                         results_dir=tmp_path / "results")
+
+
+def strict_json(text: str):
+    """``json.loads`` that refuses NaN / Infinity / -Infinity."""
+    def refuse(token):
+        raise ValueError(f"non-standard JSON constant {token}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def assert_param_error(exc: pytest.ExceptionInfo, name: str, *allowed: str) -> None:
+    msg = str(exc.value)
+    assert exc.value.name == name
+    assert repr(name) in msg, msg
+    assert "allowed" in msg, msg
+    for a in allowed:
+        assert a in msg, msg
+
+
+# --------------------------------------------------------------------------------------- params
+
+def test_parameter_error_is_a_value_error():
+    assert issubclass(rnnbook.ParameterError, ValueError)
+    assert rnnbook.ParameterError is params.ParameterError
+
+
+def test_bad_profile(tmp_path):
+    with pytest.raises(rnnbook.ParameterError) as e:
+        rnnbook.setup("demo", profile="fast", device="cpu", results_dir=tmp_path / "res")
+    assert_param_error(e, "profile", "'fast'", "'quick'", "'full'")
+    assert not (tmp_path / "res").exists()
+
+
+def test_bad_device(tmp_path):
+    with pytest.raises(rnnbook.ParameterError) as e:
+        rnnbook.setup("demo", device="tpu", results_dir=tmp_path / "res")
+    assert_param_error(e, "device", "'tpu'", "'auto'", "'cpu'", "'cuda'")
+    assert not (tmp_path / "res").exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available here")
+def test_cuda_without_cuda(tmp_path):
+    with pytest.raises(rnnbook.ParameterError) as e:
+        rnnbook.setup("demo", device="cuda", results_dir=tmp_path / "res")
+    assert_param_error(e, "device", "'auto'", "'cpu'", "no CUDA")
+    assert not (tmp_path / "res").exists()
+
+
+def test_auto_device_resolves():
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert params.device("auto").type == expected
+    assert params.device("cpu") == torch.device("cpu")
+
+
+@pytest.mark.parametrize("seed", [-1, "3", 1.5, True, None, float("nan"), float("inf")])
+def test_bad_seed(tmp_path, seed):
+    with pytest.raises(rnnbook.ParameterError) as e:
+        rnnbook.setup("demo", device="cpu", seed=seed, results_dir=tmp_path / "res")
+    assert_param_error(e, "seed", "an integer", ">= 0")
+    assert not (tmp_path / "res").exists()
+
+
+@pytest.mark.parametrize("chapter", ["Demo", "1demo", "de-mo", "", None, "../x"])
+def test_bad_chapter_name(tmp_path, chapter):
+    with pytest.raises(rnnbook.ParameterError) as e:
+        rnnbook.setup(chapter, device="cpu", results_dir=tmp_path / "res")
+    assert_param_error(e, "chapter", "snake_case")
+    assert not (tmp_path / "res").exists()
+
+
+def test_bad_results_dir_and_threads(tmp_path):
+    with pytest.raises(rnnbook.ParameterError) as e:
+        rnnbook.setup("demo", device="cpu", results_dir=3)
+    assert_param_error(e, "results_dir", "directory path")
+    with pytest.raises(rnnbook.ParameterError) as e:
+        rnnbook.setup("demo", device="cpu", threads=0, results_dir=tmp_path / "res")
+    assert_param_error(e, "threads", "an integer", ">= 1")
+    assert not (tmp_path / "res").exists()
+
+
+def test_integer():
+    assert params.integer("n", 5e4) == 50000
+    assert type(params.integer("n", 5e4)) is int
+    assert params.integer("n", np.int64(7), lo=0, hi=7) == 7
+    assert params.integer("n", 3, lo=3) == 3
+    for bad, allowed in [(2, "an integer in [3, 10]"), (11, "an integer in [3, 10]"),
+                         (3.5, "an integer in [3, 10]"), ("5", "an integer in [3, 10]"),
+                         (True, "an integer in [3, 10]"), (float("inf"), "an integer in [3, 10]"),
+                         (float("nan"), "an integer in [3, 10]")]:
+        with pytest.raises(rnnbook.ParameterError) as e:
+            params.integer("n", bad, lo=3, hi=10)
+        assert_param_error(e, "n", allowed)
+    with pytest.raises(rnnbook.ParameterError) as e:
+        params.integer("steps", 101, hi=100)
+    assert_param_error(e, "steps", "<= 100")
+
+
+def test_real():
+    assert params.real("lr", 1e-3, lo=0, lo_open=True) == 1e-3
+    assert params.real("lr", 1, lo=0, hi=1) == 1.0
+    assert type(params.real("lr", np.float32(0.5))) is float
+    assert params.real("x", 0.0, lo=0) == 0.0
+    with pytest.raises(rnnbook.ParameterError) as e:
+        params.real("lr", 0.0, lo=0, hi=1, lo_open=True)
+    assert_param_error(e, "lr", "a finite number in (0, 1]")
+    with pytest.raises(rnnbook.ParameterError) as e:
+        params.real("lr", 0.0, lo=0, lo_open=True)
+    assert_param_error(e, "lr", "> 0")
+    for bad in [1.5, -0.1, float("nan"), float("inf"), "0.1", True, None]:
+        with pytest.raises(rnnbook.ParameterError) as e:
+            params.real("p", bad, lo=0, hi=1)
+        assert_param_error(e, "p", "a finite number in [0, 1]")
+
+
+def test_sequence():
+    assert params.sequence("sizes", (1, 2)) == [1, 2]
+    assert params.sequence("sizes", [3]) == [3]
+    assert params.sequence("sizes", [], min_len=0) == []
+    for bad in [[], "ab", b"ab", 3, None, {"a": 1}]:
+        with pytest.raises(rnnbook.ParameterError) as e:
+            params.sequence("sizes", bad)
+        assert_param_error(e, "sizes", "a list of at least 1 item(s)")
+    with pytest.raises(rnnbook.ParameterError) as e:
+        params.sequence("sizes", [1], min_len=2)
+    assert_param_error(e, "sizes", "at least 2 item(s)")
+
+
+def test_choice():
+    assert params.choice("mode", "a", ("a", "b")) == "a"
+    with pytest.raises(rnnbook.ParameterError) as e:
+        params.choice("mode", "c", ("a", "b"))
+    assert_param_error(e, "mode", "one of 'a', 'b'")
+
+
+def test_setup_good_values(tmp_path):
+    r = rnnbook.setup("demo_2", profile="full", device="cpu", seed=5e0,
+                      results_dir=tmp_path / "res")
+    assert isinstance(r, rnnbook.Run)
+    assert (r.chapter, r.profile, r.device.type, r.seed) == ("demo_2", "full", "cpu", 5)
+    assert type(r.seed) is int
+    assert r.dir == (tmp_path / "res" / "demo_2").resolve()
+    assert strict_json((r.dir / "claims.json").read_text()) == []
+    assert r.pick(quick=1, full=2) == 2
+    q = rnnbook.setup("demo", device="cpu", results_dir=tmp_path / "res")
+    assert q.pick(quick=1, full=2) == 1
+
+
+def test_default_results_dir_honours_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("RNNBOOK_RESULTS", str(tmp_path / "env-res"))
+    assert paths.default_results_dir("quick") == tmp_path / "env-res"
+    r = rnnbook.setup("demo", device="cpu")
+    assert r.dir == (tmp_path / "env-res" / "demo").resolve()
+    monkeypatch.delenv("RNNBOOK_RESULTS")
+    assert paths.default_results_dir("full") == paths.BUILD_DIR / "results" / "full"
+
+
+@pytest.mark.parametrize("value, quiet", [("", False), ("0", False), ("1", True), ("yes", True)])
+def test_quiet_progress(run, monkeypatch, value, quiet):
+    monkeypatch.setenv("RNNBOOK_QUIET", value)
+    from rnnbook.run import quiet as is_quiet
+    assert is_quiet() is quiet
+    bar = run.progress(range(3), file=io.StringIO())
+    assert bar.disable is quiet  # (tqdm sets disable once the bar is closed)
+    assert list(bar) == [0, 1, 2]
+
+
+# -------------------------------------------------------------------------------------- seeding
+
+def _draw():
+    return torch.randn(5), np.random.rand(3), random.random()
+
+
+def test_seeding_is_reproducible(tmp_path):
+    rnnbook.setup("demo", device="cpu", seed=3, results_dir=tmp_path)
+    a = _draw()
+    rnnbook.setup("demo", device="cpu", seed=3, results_dir=tmp_path)
+    b = _draw()
+    assert torch.equal(a[0], b[0])
+    np.testing.assert_array_equal(a[1], b[1])
+    assert a[2] == b[2]
+    rnnbook.setup("demo", device="cpu", seed=4, results_dir=tmp_path)
+    c = _draw()
+    assert not torch.equal(a[0], c[0])
+    assert not np.array_equal(a[1], c[1])
+    assert a[2] != c[2]
+
+
+# --------------------------------------------------------------------------------------- claims
+
+def test_claims_written_after_each_claim(run):
+    path = run.dir / "claims.json"
+    run.claim("C1", "loss falls", "Sec. 2", 0.25, "< 0.5", passed=True)
+    first = strict_json(path.read_text())
+    assert len(first) == 1
+    assert tuple(first[0]) == claims_mod.FIELDS
+    assert first[0] == {"id": "C1", "statement": "loss falls", "source": "Sec. 2", "value": 0.25,
+                        "tolerance": "< 0.5", "verdict": "reproduced", "passed": True}
+    run.claim("C2", "it diverges", "Fig. 3", 7, "> 10", passed=False)
+    second = strict_json(path.read_text())
+    assert [c["id"] for c in second] == ["C1", "C2"]
+    assert second[1]["verdict"] == "not reproduced" and second[1]["passed"] is False
+    run.claim("C3", "x", "y", 1, "z", passed=True, verdict="partly")
+    run.claim("C4", "x", "y", 1, "z", passed=False, verdict="inconclusive")
+    run.claim("C5", "x", "y", 1, "z", passed=True, verdict="not reproduced")  # pinned
+    got = strict_json(path.read_text())
+    assert [(c["verdict"], c["passed"]) for c in got[2:]] == [
+        ("partly", True), ("inconclusive", False), ("not reproduced", True)]
+    assert not list(run.dir.glob(".claims.json.*"))  # no temp files left behind
+
+
+def test_claim_values_become_strict_json(run):
+    value = {
+        "f32": np.float32(0.5),
+        "i64": np.int64(3),
+        "b": np.bool_(True),
+        "t": torch.tensor([1.0, 2.0]),
+        "t0": torch.tensor(2.5),
+        "arr": np.array([[1, 2], [3, 4]]),
+        "inf": float("inf"),
+        "ninf": -np.inf,
+        "nan": float("nan"),
+        "nonfinite": np.array([np.nan, np.inf, 1.0]),
+        "tup": (1, 2.0),
+        1: "int key",
+    }
+    c = run.claim("C1", "s", "src", value, "tol", passed=np.bool_(True))
+    text = (run.dir / "claims.json").read_text()
+    got = strict_json(text)[0]
+    assert got["passed"] is True
+    assert got["value"] == {
+        "f32": 0.5, "i64": 3, "b": True, "t": [1.0, 2.0], "t0": 2.5, "arr": [[1, 2], [3, 4]],
+        "inf": "inf", "ninf": "-inf", "nan": "nan", "nonfinite": ["nan", "inf", 1.0],
+        "tup": [1, 2.0], "1": "int key"}
+    assert c.value == got["value"]
+    assert isinstance(c.passed, bool)
+    run.claim("C2", "s", "src", torch.tensor(float("inf")), "tol", passed=False)
+    assert strict_json((run.dir / "claims.json").read_text())[1]["value"] == "inf"
+
+
+def test_duplicate_id_and_unknown_verdict(run):
+    run.claim("C1", "s", "src", 1, "tol", passed=True)
+    with pytest.raises(ValueError, match="C1"):
+        run.claim("C1", "again", "src", 2, "tol", passed=True)
+    with pytest.raises(ValueError, match="verdict"):
+        run.claim("C2", "s", "src", 1, "tol", passed=True, verdict="sort of")
+    got = strict_json((run.dir / "claims.json").read_text())
+    assert [c["id"] for c in got] == ["C1"]
+    assert got[0]["statement"] == "s"
+
+
+def test_claims_load_round_trip_and_table(run):
+    run.claim("C1", "a < b", "Thm. 1", {"x": np.float64(1 / 3), "n": 4}, "±1%", passed=True)
+    run.claim("C2", "rate", "Eq. (5)", [float("inf"), 2.0], "finite", passed=False)
+    run.claim("C3", "<script>", "App. A", "text", "exact", passed=True, verdict="partly")
+    loaded = claims_mod.load(run.dir / "claims.json")
+    assert loaded == run.claims.items
+    assert all(isinstance(c, claims_mod.Claim) for c in loaded)
+    html = run.claims.table_html()
+    for c in loaded:
+        assert f"<td>{c.id}</td>" in html
+    for f in claims_mod.FIELDS:
+        assert f"<th>{f}</th>" in html
+    assert "<script>" not in html and "&lt;script&gt;" in html  # escaped
+    assert html.count('class="claim-pass"') == 2 and html.count('class="claim-fail"') == 1
+    assert "x: 0.333" in html  # 3 significant digits
+
+
+def test_format_value():
+    assert claims_mod.format_value(0.123456) == "0.123"
+    assert claims_mod.format_value({"a": 1.0, "b": [2.5e-7, 3]}) == "a: 1, b: [2.5e-07, 3]"
+    assert claims_mod.format_value("inf") == "inf"
+
+
+def test_show_claims_outside_ipython(run, capsys):
+    run.claim("C1", "s", "src", 1, "tol", passed=True)
+    run.show_claims()
+    run.banner()
+    assert capsys.readouterr().out  # IPython's display falls back to printing a repr
+
+
+def test_unserialisable_value_does_not_poison_claims(run):
+    with pytest.raises(TypeError):
+        run.claim("C1", "s", "src", {1, 2}, "tol", passed=True)
+    run.claim("C2", "s", "src", 1.0, "tol", passed=True)
+    run.claim("C1", "s", "src", [1, 2], "tol", passed=True)
+    assert [c["id"] for c in strict_json((run.dir / "claims.json").read_text())] == ["C2", "C1"]
+
+
+# -------------------------------------------------------------------------------------- figures
+
+def _figure(figsize=None):
+    fig, ax = plt.subplots(figsize=figsize)
+    ax.plot([0, 1, 2], [1, 0, 1], "o-", label="$x^2$")
+    ax.legend()
+    return fig
+
+
+def test_save_figure(run, capsys):
+    fig = _figure()
+    width_in = fig.get_figwidth()
+    run.save_figure(fig, "F1", "A caption with $x^2$")
+    fdir = run.dir / "figures"
+    png, svg = fdir / "F1.png", fdir / "F1.svg"
+    assert png.stat().st_size > 0 and svg.stat().st_size > 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert svg.read_text().lstrip().startswith("<?xml")
+    height_px, width_px = mpimg.imread(png).shape[:2]
+    assert width_px >= 200 * width_in - 2
+    assert abs(width_px - figures.DPI * width_in) <= 2
+    assert width_in == 6.4  # the house style's figure size
+    try:
+        from PIL import Image
+    except ImportError:
+        pass
+    else:
+        with Image.open(png) as im:
+            assert im.info["dpi"][0] == pytest.approx(figures.DPI, abs=0.5)
+            assert im.size == (width_px, height_px)
+    manifest = json.loads((fdir / "figures.json").read_text())
+    assert manifest["F1"]["caption"] == "A caption with $x^2$"
+    assert manifest["F1"]["chapter"] == "demo"
+    assert manifest["F1"]["files"] == ["F1.png", "F1.svg"]
+    assert not plt.fignum_exists(fig.number)  # closed after export
+    out = capsys.readouterr().out
+    assert "Markdown" in out  # outside IPython display() prints a repr, and does not raise
+    run.save_figure(_figure((2, 1.5)), "F2", "second")
+    manifest = json.loads((fdir / "figures.json").read_text())
+    assert set(manifest) == {"F1", "F2"}
+
+
+def test_figure_export_is_stable(run):
+    fdir = run.dir / "figures"
+    run.save_figure(_figure((2, 1.5)), "F1", "c")
+    svg1, png1 = (fdir / "F1.svg").read_bytes(), (fdir / "F1.png").read_bytes()
+    run.save_figure(_figure((2, 1.5)), "F1", "c")
+    assert (fdir / "F1.svg").read_bytes() == svg1
+    assert (fdir / "F1.png").read_bytes() == png1
+    assert b"<dc:date>" not in svg1  # no timestamp
+
+
+@pytest.mark.parametrize("name", ["bad name!", "", "-x", "a/b", "../F1", "F1.png"])
+def test_invalid_figure_name(run, name):
+    fig = plt.figure()
+    with pytest.raises(ValueError, match="figure name"):
+        run.save_figure(fig, name, "c")
+    plt.close(fig)
+    assert not (run.dir / "figures").exists()
+
+
+def test_figure_myst(tmp_path):
+    png = tmp_path / "F1.png"
+    png.write_bytes(b"\x89PNG fake")
+    text = figures.figure_myst(png, figures.label("ch", "F1"), "Caption `code` {x} $y$")
+    uri = "data:image/png;base64," + base64.b64encode(b"\x89PNG fake").decode()
+    assert text.startswith(f"````{{figure}} {uri}\n")
+    assert ":name: fig-ch-F1\n" in text
+    assert ":alt: Caption code x y\n" in text
+    assert text.rstrip().endswith("````")
+
+
+# ---------------------------------------------------------------------------------------- cache
+
+class Counter:
+    """A batched compute function that records what it computed."""
+
+    def __init__(self, fail_on_call: int | None = None):
+        self.calls = 0
+        self.computed: list[dict] = []
+        self.fail_on_call = fail_on_call
+
+    def __call__(self, cfgs):
+        self.calls += 1
+        if self.fail_on_call == self.calls:
+            raise RuntimeError("interrupted")
+        self.computed += cfgs
+        return [{"sq": np.arange(c["n"]) ** 2, "n": c["n"], "half": c["n"] / 2} for c in cfgs]
+
+
+CONFIGS = [{"n": n, "lr": 0.1} for n in (1, 2, 3, 4)]
+
+
+def _check(results, configs=CONFIGS):
+    for cfg, r in zip(configs, results, strict=True):
+        np.testing.assert_array_equal(r["sq"], np.arange(cfg["n"]) ** 2)
+        assert r["n"] == cfg["n"] and type(r["n"]) is int
+        assert r["half"] == cfg["n"] / 2 and type(r["half"]) is float
+
+
+def test_cached_batch_hits_and_misses(tmp_path):
+    c = Cache(tmp_path / "cache")
+    f = Counter()
+    _check(c.cached_batch("sweep", CONFIGS, f))
+    assert (c.hits, c.misses, f.calls, len(f.computed)) == (0, 4, 1, 4)
+    assert len(list((tmp_path / "cache").glob("sweep-*.npz"))) == 4
+    _check(c.cached_batch("sweep", CONFIGS, f))
+    assert (c.hits, c.misses, f.calls) == (4, 4, 1)
+    # a fresh Cache object on the same directory (a new session) hits too
+    c2 = Cache(tmp_path / "cache")
+    _check(c2.cached_batch("sweep", CONFIGS[::-1], f), CONFIGS[::-1])
+    assert (c2.hits, c2.misses, f.calls) == (4, 0, 1)
+
+
+def test_cache_sidecar(tmp_path):
+    c = Cache(tmp_path)
+    c.put("x", {"a": np.float32(0.5), "b": [1, 2]}, {"v": 1})
+    side = json.loads(c.path("x", {"a": 0.5, "b": [1, 2]}).with_suffix(".json").read_text())
+    assert side == {"name": "x", "config": {"a": 0.5, "b": [1, 2]},
+                    "code_version": paths.code_version()}
+
+
+def test_changed_config_misses(tmp_path):
+    c = Cache(tmp_path)
+    f = Counter()
+    c.cached_batch("sweep", CONFIGS, f)
+    changed = [dict(cfg, lr=0.2) for cfg in CONFIGS[:2]] + CONFIGS[2:]
+    _check(c.cached_batch("sweep", changed, f), changed)
+    assert [cfg["lr"] for cfg in f.computed[4:]] == [0.2, 0.2]
+    assert (c.hits, c.misses) == (2, 6)
+    # a different name is a different entry too; key order does not matter
+    assert c.get("other", CONFIGS[0]) is None
+    assert c.get("sweep", {"lr": 0.1, "n": 1}) is not None
+
+
+def test_changed_code_version_misses(tmp_path, monkeypatch):
+    c = Cache(tmp_path)
+    f = Counter()
+    c.cached_batch("sweep", CONFIGS, f)
+    monkeypatch.setattr(cache_mod, "code_version", lambda: "0123456789abcdef")
+    _check(c.cached_batch("sweep", CONFIGS, f))
+    assert (f.calls, len(f.computed), c.hits, c.misses) == (2, 8, 0, 8)
+    monkeypatch.undo()
+    c.cached_batch("sweep", CONFIGS, f)
+    assert f.calls == 2  # the original entries are still there
+
+
+def test_cached_single(tmp_path):
+    c = Cache(tmp_path)
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"w": np.eye(2), "loss": 0.5}
+
+    r1 = c.cached("one", {"seed": 1}, compute)
+    r2 = c.cached("one", {"seed": 1}, compute)
+    assert len(calls) == 1
+    np.testing.assert_array_equal(r2["w"], np.eye(2))
+    assert r1["loss"] == r2["loss"] == 0.5
+
+
+def test_cache_round_trip(tmp_path):
+    c = Cache(tmp_path)
+    result = {
+        "f64": np.linspace(0, 1, 7),
+        "f32": np.ones((2, 3), dtype=np.float32),
+        "i": np.arange(5, dtype=np.int16),
+        "b": np.array([True, False]),
+        "t": torch.arange(3.0).numpy(),
+        "int": 3,
+        "float": 2.5,
+        "nan": float("nan"),
+        "bool": True,
+        "str": "tanh",
+        "np_scalar": np.float32(1.5),
+        "list": [1.0, 2.0],
+        "strs": np.array(["a", "bc"]),
+    }
+    c.put("rt", {"k": 1}, result)
+    got = c.get("rt", {"k": 1})
+    assert set(got) == set(result)
+    for k in ("f64", "f32", "i", "b", "t", "strs"):
+        np.testing.assert_array_equal(got[k], result[k])
+        assert got[k].dtype == np.asarray(result[k]).dtype
+    assert got["int"] == 3 and type(got["int"]) is int
+    assert got["float"] == 2.5 and type(got["float"]) is float
+    assert np.isnan(got["nan"])
+    assert got["bool"] is True
+    assert got["str"] == "tanh" and type(got["str"]) is str
+    assert got["np_scalar"] == 1.5
+    np.testing.assert_array_equal(got["list"], [1.0, 2.0])
+    assert c.get("rt", {"k": 2}) is None
+
+
+def test_interrupted_sweep_resumes(tmp_path):
+    c = Cache(tmp_path / "a")
+    f = Counter(fail_on_call=2)
+    with pytest.raises(RuntimeError, match="interrupted"):
+        c.cached_batch("sweep", CONFIGS, f, chunk_size=1)
+    assert f.computed == CONFIGS[:1]
+    assert c.get("sweep", CONFIGS[0]) is not None
+    assert all(c.get("sweep", cfg) is None for cfg in CONFIGS[1:])
+    assert not list((tmp_path / "a").glob(".*.tmp"))  # no half-written entries
+
+    g = Counter()
+    chunks = []
+
+    def progress(it):
+        chunks.append(list(it))
+        return chunks[-1]
+
+    resumed = Cache(tmp_path / "a").cached_batch("sweep", CONFIGS, g, chunk_size=1,
+                                                 progress=progress)
+    assert g.computed == CONFIGS[1:]  # only the remaining configs
+    assert g.calls == 3 and chunks == [[0, 1, 2]]  # 3 chunks of the 3 missing configs
+
+    fresh = Cache(tmp_path / "b").cached_batch("sweep", CONFIGS, Counter())
+    assert len(resumed) == len(fresh) == len(CONFIGS)
+    for r, s in zip(resumed, fresh, strict=True):
+        assert r.keys() == s.keys()
+        for k in r:
+            np.testing.assert_array_equal(r[k], s[k])
+    _check(resumed)
+
+
+def test_chunked_compute_gets_chunks(tmp_path):
+    c = Cache(tmp_path)
+    f = Counter()
+    c.cached_batch("sweep", CONFIGS, f, chunk_size=3)
+    assert f.calls == 2
+    # a compute that returns the wrong number of results is an error
+    with pytest.raises(ValueError):
+        c.cached_batch("other", CONFIGS, lambda cfgs: [])
+
+
+def test_object_array_is_refused_at_load(tmp_path):
+    """Current behaviour: put() stores an object array (np.savez pickles it), get() refuses it
+    because entries are loaded with allow_pickle=False -- the pickle is never executed."""
+    c = Cache(tmp_path)
+    try:
+        c.put("obj", {"k": 1}, {"x": np.array([object()], dtype=object)})
+    except (ValueError, TypeError):
+        return  # refused at store time: also fine
+    with pytest.raises(ValueError, match="allow_pickle"):
+        c.get("obj", {"k": 1})
+
+
+def test_object_array_is_refused_at_store(tmp_path):
+    c = Cache(tmp_path)
+    with pytest.raises((ValueError, TypeError)):
+        c.put("obj", {"k": 1}, {"x": np.array([object()], dtype=object)})
+    assert not list(tmp_path.glob("*.npz"))
+
+
+@pytest.mark.parametrize("key", ["allow_pickle", "file"])
+def test_result_keys_that_are_savez_arguments_are_refused(tmp_path, key):
+    c = Cache(tmp_path)
+    with pytest.raises(TypeError, match=key):
+        c.put("k", {"k": 1}, {key: 1})
+
+
+# ----------------------------------------------------------------------------------------- data
+
+def _copy_real(data_dir: Path) -> Path:
+    target = data_dir / JSB / JSB_FILE
+    target.parent.mkdir(parents=True)
+    shutil.copyfile(REAL_JSB, target)  # copyfile: not the read-only mode of the shared copy
+    return target
+
+
+def _with_url(monkeypatch, url: str) -> None:
+    entry = data.REGISTRY[JSB][JSB_FILE]
+    monkeypatch.setitem(data.REGISTRY[JSB], JSB_FILE, dataclasses.replace(entry, url=url))
+
+
+def _no_download(monkeypatch):
+    def refuse(*a, **k):
+        raise AssertionError("no download expected")
+    monkeypatch.setattr(data.urllib.request, "urlopen", refuse)
+
+
+def test_registry_checksum_matches_shared_copy():
+    e = data.entry(JSB, JSB_FILE)
+    assert re.fullmatch(r"[0-9a-f]{64}", e.sha256)
+    if REAL_JSB.exists():
+        assert data.sha256(REAL_JSB) == e.sha256
+
+
+@needs_jsb
+def test_fetch_and_load_json(tmp_path, monkeypatch):
+    _no_download(monkeypatch)
+    target = _copy_real(tmp_path)
+    assert data.fetch(JSB, JSB_FILE, data_dir=tmp_path) == target
+    d = data.load_json(JSB, JSB_FILE, data_dir=tmp_path)
+    assert isinstance(d, dict)
+    assert set(d) == {"train", "valid", "test"}
+    assert {k: len(v) for k, v in d.items()} == {"train": 229, "valid": 76, "test": 77}
+    assert data.fetch(JSB, JSB_FILE, data_dir=str(tmp_path), download=False) == target
+
+
+@needs_jsb
+def test_corrupted_copy(tmp_path, monkeypatch):
+    _no_download(monkeypatch)
+    target = _copy_real(tmp_path)
+    raw = bytearray(target.read_bytes())
+    raw[1000] ^= 0x01
+    target.write_bytes(bytes(raw))
+    with pytest.raises(DataError, match="checksum") as e:
+        data.fetch(JSB, JSB_FILE, data_dir=tmp_path)
+    assert str(target) in str(e.value)
+    with pytest.raises(DataError, match="checksum"):
+        data.load_json(JSB, JSB_FILE, data_dir=tmp_path)
+    assert target.read_bytes() == bytes(raw)  # a corrupted file is reported, not replaced
+
+
+@needs_jsb
+def test_download_from_file_url(tmp_path, monkeypatch):
+    _with_url(monkeypatch, REAL_JSB.as_uri())
+    got = data.fetch(JSB, JSB_FILE, data_dir=tmp_path)
+    assert got == tmp_path / JSB / JSB_FILE
+    assert data.sha256(got) == data.entry(JSB, JSB_FILE).sha256
+    assert sorted(p.name for p in got.parent.iterdir()) == [JSB_FILE]  # no .part left
+    assert len(data.load_json(JSB, JSB_FILE, data_dir=tmp_path)["train"]) == 229
+
+
+def test_download_connection_refused(tmp_path, monkeypatch):
+    _with_url(monkeypatch, "http://127.0.0.1:9/nothing")
+    with pytest.raises(DataError) as e:
+        data.fetch(JSB, JSB_FILE, data_dir=tmp_path)
+    msg = str(e.value)
+    target = tmp_path / JSB / JSB_FILE
+    assert str(target) in msg  # where to put the file
+    assert "RNNBOOK_DATA" in msg
+    assert "http://127.0.0.1:9/nothing" in msg
+    assert data.entry(JSB, JSB_FILE).sha256 in msg
+    assert isinstance(e.value.__cause__, OSError)
+    assert not target.exists()
+    assert not list((tmp_path / JSB).iterdir())  # no partial download
+
+
+def test_download_disabled(tmp_path, monkeypatch):
+    _no_download(monkeypatch)
+    with pytest.raises(DataError) as e:
+        data.fetch(JSB, JSB_FILE, data_dir=tmp_path, download=False)
+    msg = str(e.value)
+    assert str(tmp_path / JSB / JSB_FILE) in msg and "RNNBOOK_DATA" in msg
+    assert not (tmp_path / JSB).exists()
+
+
+def test_download_with_wrong_checksum_is_refused(tmp_path, monkeypatch):
+    wrong = tmp_path / "upstream.json"
+    wrong.write_text('{"train": [], "valid": [], "test": []}')
+    _with_url(monkeypatch, wrong.as_uri())
+    data_dir = tmp_path / "data"
+    with pytest.raises(DataError, match="checksum"):
+        data.fetch(JSB, JSB_FILE, data_dir=data_dir)
+    assert not (data_dir / JSB / JSB_FILE).exists()
+    assert list((data_dir / JSB).iterdir()) == []  # nor a .part file
+
+
+@needs_jsb
+def test_rnnbook_data_env(tmp_path, monkeypatch):
+    _no_download(monkeypatch)
+    monkeypatch.setenv("RNNBOOK_DATA", str(tmp_path / "envdata"))
+    assert data.data_dirs() == [tmp_path / "envdata"]
+    assert data.data_dirs(tmp_path / "arg") == [tmp_path / "arg"]  # an argument wins
+    target = _copy_real(tmp_path / "envdata")
+    assert data.fetch(JSB, JSB_FILE) == target
+    monkeypatch.setenv("RNNBOOK_DATA", "~/somewhere")
+    assert data.data_dirs() == [Path("~/somewhere").expanduser()]
+    monkeypatch.delenv("RNNBOOK_DATA")
+    dirs = data.data_dirs()
+    assert dirs[-1] == data.EXTERNAL_DATA
+    assert (data.SHARED_DATA in dirs) == data.SHARED_DATA.is_dir()
+
+
+def test_unknown_names():
+    with pytest.raises(DataError) as e:
+        data.fetch("nosuch", JSB_FILE)
+    assert "nosuch" in str(e.value) and "jsb-chorales" in str(e.value)
+    with pytest.raises(DataError) as e:
+        data.load_json(JSB, "nosuch.json")
+    assert "nosuch.json" in str(e.value) and JSB_FILE in str(e.value)
+
+
+# ------------------------------------------------------------------------------ command line
+
+def test_cli_unknown_chapter_subprocess(cli_subprocess):
+    try:
+        out, err = cli_subprocess.communicate(timeout=60)
+    finally:
+        cli_subprocess.kill()
+    assert cli_subprocess.returncode == 2, err
+    assert "invalid choice" in err and "nosuchchapter" in err
+
+
+def test_cli_help_and_errors(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["run", "--help"])
+    assert e.value.code == 0
+    assert "-p NAME VALUE" in capsys.readouterr().out
+    for argv in ([], ["run"], ["nosuchcommand"], ["run", "nosuchchapter"]):
+        with pytest.raises(SystemExit) as e:
+            cli.main(argv)
+        assert e.value.code == 2
+
+
+@pytest.fixture
+def fake_execute(monkeypatch, tmp_path):
+    """``main`` with a chapter 'demo' and an ``execute_chapter`` that records its call."""
+    calls = []
+    outcome = {"claims": [claims_mod.Claim("C1", "s", "src", 0.5, "t", "reproduced", True)]}
+
+    def execute_chapter(chapter, parameters, results_dir, quiet=False):
+        calls.append({"chapter": chapter, "parameters": parameters, "results_dir": results_dir,
+                      "quiet": quiet})
+        return outcome["claims"], tmp_path / "demo.ipynb"
+
+    monkeypatch.setattr(cli, "chapters", lambda: ["demo"])
+    monkeypatch.setattr(cli, "execute_chapter", execute_chapter)
+    return calls, outcome
+
+
+def test_cli_parameters_are_yaml(fake_execute, capsys):
+    calls, _ = fake_execute
+    argv = ["run", "demo", "--profile", "full", "--device", "cpu", "--results-dir", "R",
+            "--quiet", "-p", "n", "3", "-p", "lr", "0.5", "-p", "sizes", "[1, 2]",
+            "-p", "x", "null", "-p", "name", "tanh", "-p", "flag", "true"]
+    assert cli.main(argv) == 0
+    (call,) = calls
+    assert call["chapter"] == "demo" and call["results_dir"] == "R" and call["quiet"] is True
+    assert call["parameters"] == {"profile": "full", "device": "cpu", "n": 3, "lr": 0.5,
+                                  "sizes": [1, 2], "x": None, "name": "tanh", "flag": True}
+    for name, value in [("n", "3"), ("lr", "0.5"), ("sizes", "[1, 2]"), ("x", "null")]:
+        assert call["parameters"][name] == yaml.safe_load(value)
+    out = capsys.readouterr().out
+    assert "PASS  C1" in out and "1 of 1 claims passed" in out
+
+
+def test_cli_defaults_and_exit_codes(fake_execute, capsys):
+    calls, outcome = fake_execute
+    assert cli.main(["run", "demo"]) == 0
+    assert calls[-1]["parameters"] == {"profile": "quick", "device": "auto"}
+    assert calls[-1]["results_dir"] is None and calls[-1]["quiet"] is False
+    outcome["claims"] = [claims_mod.Claim("C1", "s", "src", 1, "t", "not reproduced", False)]
+    assert cli.main(["run", "demo"]) == 1
+    assert "FAIL  C1" in capsys.readouterr().out
+    outcome["claims"] = []
+    assert cli.main(["run", "demo"]) == 1
+    assert "no claims were recorded" in capsys.readouterr().out
+
+
+def test_cli_exponent_parameters_are_numbers(fake_execute):
+    calls, _ = fake_execute
+    assert cli.main(["run", "demo", "-p", "lr", "1e-3", "-p", "steps", "5e4"]) == 0
+    p = calls[-1]["parameters"]
+    assert p["lr"] == 1e-3
+    assert params.integer("steps", p["steps"]) == 50000
+
+
+# ------------------------------------------------------------------------------ paths, execute
+
+def test_code_version():
+    v = paths.code_version()
+    assert re.fullmatch(r"[0-9a-f]{16}", v)
+    assert paths.code_version() == v
+    assert cache_mod.code_version() == v
+    assert paths.LIB_DIR == Path(rnnbook.__file__).resolve().parent
+
+
+def test_chapter_source_unknown():
+    with pytest.raises(ValueError, match="unknown chapter 'nosuchchapter'"):
+        execute.chapter_source("nosuchchapter")
+    assert paths.chapters() == sorted(paths.chapters())
+
+
+def test_atomic_write(tmp_path):
+    p = tmp_path / "sub" / "f.bin"
+    claims_mod.atomic_write(p, b"abc")
+    claims_mod.atomic_write(p, b"de")
+    assert p.read_bytes() == b"de"
+    assert sorted(x.name for x in p.parent.iterdir()) == ["f.bin"]
+    assert hashlib.sha256(p.read_bytes()).hexdigest() == hashlib.sha256(b"de").hexdigest()

@@ -1,0 +1,40 @@
+"""Every chapter is a jupytext pair: the .md is the source, the .ipynb in sync and without outputs."""
+from __future__ import annotations
+
+import jupytext
+import nbformat
+import pytest
+
+from rnnbook.paths import CHAPTERS_DIR, chapters
+
+
+def code_and_markdown(nb) -> list[tuple[str, str]]:
+    return [(c.cell_type, c.source.strip()) for c in nb.cells]
+
+
+@pytest.mark.parametrize("chapter", chapters())
+def test_pair_in_sync_and_clean(chapter):
+    md = jupytext.read(CHAPTERS_DIR / f"{chapter}.md")
+    path = CHAPTERS_DIR / f"{chapter}.ipynb"
+    assert path.exists(), f"run: jupytext --sync chapters/{chapter}.md"
+    nb = nbformat.read(path, as_version=4)
+    assert code_and_markdown(nb) == code_and_markdown(md), f"run: jupytext --sync chapters/{chapter}.md"
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert not cell.outputs and cell.execution_count is None, f"{path} carries outputs"
+
+
+def test_every_chapter_in_toc():
+    toc = (CHAPTERS_DIR.parent / "_toc.yml").read_text()
+    for chapter in chapters():
+        assert f"chapters/{chapter}" in toc
+
+
+@pytest.mark.parametrize("chapter", chapters())
+def test_parameters_cell(chapter):
+    nb = jupytext.read(CHAPTERS_DIR / f"{chapter}.md")
+    cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(cells) == 1
+    for name in ("profile", "device", "seed", "results_dir"):
+        assert f"\n{name} = " in "\n" + cells[0].source
+    assert '\nprofile = "quick"' in "\n" + cells[0].source
