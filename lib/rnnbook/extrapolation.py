@@ -1,0 +1,875 @@
+"""Linear RNN students and teachers of the extrapolation chapter (Cohen-Karlik et al., ICLR 2023).
+
+Notation follows the paper (§3): a SISO linear RNN :math:`s_{t+1} = A s_t + B x_t`, :math:`y_t = C s_t`
+with state dimension ``d``, impulse response :math:`h_j = C A^j B`, a teacher of state dimension
+``d_hat`` and training on length-``k`` sequences. Many students (seeds x k x variants x init scales)
+are trained as one batched float64 program with the population loss (Eq. 3.4) and its gradient in
+closed form.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from scipy.optimize import linprog
+
+from rnnbook import params
+from rnnbook.display import table
+
+DTYPE = torch.float64
+# Default teachers (spec §4, our choice): each includes lam = 1, memory that never decays.
+TEACHERS: dict[int, tuple[tuple[float, ...], tuple[float, ...]]] = {
+    1: ((1.0,), (1.0,)),
+    2: ((1.0, -0.9), (0.5, 0.5)),
+    3: ((1.0, -0.9, 0.6), (0.4, 0.3, 0.3)),
+    4: ((1.0, -0.9, 0.6, -0.3), (0.3, 0.3, 0.2, 0.2)),
+}
+FREEZE_LOSS = 1e-10  # a run is frozen once L < 1e-10 (spec §3)
+
+
+# ----------------------------------------------------------------------------- teachers, metrics
+def teacher_impulse(lam: Sequence[float], w: Sequence[float], n: int) -> torch.Tensor:
+    """Balanced diagonal teacher: :math:`\\hat h_j = \\sum_i \\hat w_i \\hat\\lambda_i^j`, j < n (§3)."""
+    lam_t, w_t = torch.tensor(lam, dtype=DTYPE), torch.tensor(w, dtype=DTYPE)
+    return (w_t[:, None] * lam_t[:, None] ** torch.arange(n, dtype=DTYPE)).sum(0)
+
+
+def eps_q(h: torch.Tensor, h_hat: torch.Tensor) -> torch.Tensor:
+    """Extrapolation error (Def. 2, normalised): :math:`\\max_{j<q}|h_j-\\hat h_j| / \\max_{j<q}|\\hat h_j|`
+    over the last axis; non-finite values become ``inf`` (a failure)."""
+    err = (h - h_hat).abs().amax(-1) / h_hat.abs().amax(-1)
+    return torch.where(torch.isfinite(err), err, torch.full_like(err, math.inf))
+
+
+def impulse_response(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, n: int) -> torch.Tensor:
+    """:math:`h_j = C A^j B` for j < n, batched over a leading run axis: A (R,d,d), B, C (R,d)."""
+    v, out = B, []
+    for _ in range(n):
+        out.append((C * v).sum(-1))
+        v = torch.einsum("rij,rj->ri", A, v)
+    return torch.stack(out, -1)
+
+
+def population_loss(h: torch.Tensor, h_hat: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """Population loss over length-k sequences (Eq. 3.4): :math:`L = \\sum_{j<k}(h_j-\\hat h_j)^2`."""
+    mask = torch.arange(h.shape[-1], device=h.device) < k[:, None]
+    return (((h - h_hat) * mask) ** 2).sum(-1)
+
+
+# ----------------------------------------------------------------------------- closed-form gradient
+def loss_and_grads(A: np.ndarray, B: np.ndarray, C: np.ndarray, h_hat: np.ndarray,
+                   mask: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Population loss and its gradient in closed form (spec §3). With :math:`v_m = A^m B`,
+    :math:`u_m = C A^m` and :math:`r_j = h_j-\\hat h_j` (zero for j >= k, as ``mask`` says):
+
+    :math:`\\partial_A L=\\sum_{m+n+1<k}2r_{m+n+1}u_m^\\top v_n^\\top`,
+    :math:`\\partial_B L=\\sum_j 2r_j u_j^\\top`, :math:`\\partial_C L=\\sum_j 2r_j v_j^\\top`.
+
+    Batched over runs in float64 numpy: A (R, d, d), B, C (R, d), ``h_hat`` and ``mask`` (R, K) with
+    K = max k; returns (L, G_A, G_B, G_C). The runs are launch-bound, so this is written with few
+    operations (numpy's small batched matmuls cost a third of torch's on a CPU)."""
+    R, K = h_hat.shape
+    # columns m of P: v_m for the first R rows, u_m^T = (A^T)^m C^T for the last R
+    M = np.concatenate([A, A.swapaxes(1, 2)])
+    x = np.concatenate([B, C])[..., None]
+    P = np.empty((2 * R, A.shape[1], K))
+    P[..., 0] = x[..., 0]
+    for m in range(1, K):
+        x = M @ x
+        P[..., m] = x[..., 0]
+    v, u = P[:R], P[R:]
+    h = (C[..., None] * v).sum(1)
+    r2 = 2 * (h - h_hat) * mask  # 2 r_j
+    L = (r2 * r2).sum(-1) / 4
+    Hk = np.concatenate([r2, np.zeros_like(r2)], -1)[:, _hankel(K)]  # 2 r_{m+n+1}
+    G_A = u @ (v @ Hk).swapaxes(1, 2)  # sum_m u_m^T (sum_n 2 r_{m+n+1} v_n)^T
+    G_CB = (P @ np.concatenate([r2, r2])[..., None])[..., 0]
+    return L, G_A, G_CB[R:], G_CB[:R]
+
+
+def _hankel(K: int) -> np.ndarray:
+    """Index m + n + 1 for the Hankel weights of the A-gradient."""
+    i = np.arange(K)
+    return i[:, None] + i[None, :] + 1
+
+
+def gradient_check(seed: int, runs: int = 6, d: int = 7, K: int = 5) -> dict[str, float]:
+    """C9: largest relative difference between :func:`loss_and_grads` and autograd on random
+    students (symmetric and not) and random targets, over L and the three gradients."""
+    g = torch.Generator().manual_seed(seed)
+    out = {}
+    for variant in ("symmetric", "non-symmetric"):
+        A = 0.3 * torch.randn(runs, d, d, generator=g, dtype=DTYPE)
+        A = (A + A.transpose(1, 2)) / 2 if variant == "symmetric" else A
+        B, C = (torch.randn(runs, d, generator=g, dtype=DTYPE) for _ in range(2))
+        h_hat = torch.randn(runs, K, generator=g, dtype=DTYPE)
+        k = torch.randint(1, K + 1, (runs,), generator=g)
+        closed = loss_and_grads(*(t.numpy() for t in (A, B, C, h_hat)),
+                                (torch.arange(K) < k[:, None]).numpy())
+        P = [x.clone().requires_grad_() for x in (A, B, C)]
+        L = population_loss(impulse_response(*P, K), h_hat, k)
+        auto = (L.detach(), *torch.autograd.grad(L.sum(), P))
+        out[variant] = max(float(np.linalg.norm(a - b.numpy()) / b.norm()) for a, b in zip(closed, auto))
+    return out
+
+
+def sym_grad(G: np.ndarray) -> np.ndarray:
+    """Update of a symmetric A stored as its upper triangle (spec §3): :math:`G+G^\\top-\\mathrm{diag}(G)`.
+
+    (Not :math:`(G+G^\\top)/2`, whose dynamics differ.)"""
+    S = G + G.swapaxes(1, 2)
+    i = np.arange(G.shape[-1])
+    S[:, i, i] *= 0.5
+    return S
+
+
+# ----------------------------------------------------------------------------- runs
+@dataclass(frozen=True)
+class RunConfig:
+    """One student run of experiment ``experiment`` (a figure id of the spec). ``variant``:
+    "sym_bal" (symmetric A, B = C^T at init), "sym_ind" (symmetric A, independent B, C) or
+    "nonsym" (full A, independent B, C; §5.2)."""
+
+    experiment: str
+    d: int
+    lam: tuple[float, ...]
+    w: tuple[float, ...]
+    k: int
+    variant: str
+    init_scale: float
+    lr: float
+    steps: int
+    seed: int
+    horizon_q: int
+    checkpoints: tuple[int, ...]
+
+    @property
+    def d_hat(self) -> int:
+        return len(self.lam)
+
+
+VARIANTS = {"sym_bal": "symmetric, balanced", "sym_ind": "symmetric, B and C independent",
+            "nonsym": "non-symmetric"}
+
+
+def run_seed(*parts: object) -> int:
+    """A stable seed for one run, independent of which runs share its batch."""
+    return int.from_bytes(hashlib.sha256(repr(parts).encode()).digest()[:7], "little")
+
+
+def init_student(cfg: RunConfig) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Near-zero init (spec §3): A = mirrored upper triangle of N(0, sigma^2) (full N(0, sigma^2)
+    for "nonsym"), B ~ N(0, sigma^2), C = B^T ("sym_bal") or independent."""
+    g = torch.Generator().manual_seed(cfg.seed)
+    s, d = cfg.init_scale, cfg.d
+    A = s * torch.randn(d, d, generator=g, dtype=DTYPE)
+    if cfg.variant != "nonsym":
+        A = torch.triu(A) + torch.triu(A, 1).T
+    B = s * torch.randn(d, generator=g, dtype=DTYPE)
+    C = B.clone() if cfg.variant == "sym_bal" else s * torch.randn(d, generator=g, dtype=DTYPE)
+    return A, B, C
+
+
+def train_students(configs: Sequence[RunConfig],
+                   progress: Callable[[Iterable], Iterable] = iter) -> list[dict[str, np.ndarray]]:
+    """Train all runs by full-batch GD as one batched float64 program on the CPU (closed-form
+    gradient; these runs are launch-bound, a GPU does not help).
+
+    A run is frozen once L < 1e-10, after its own ``steps``, or when its loss rises above 10x its
+    initial value or turns non-finite (``diverged``: a step-size failure, not an extrapolation
+    failure); frozen runs leave the batch. Records L and eps_q at each checkpoint and the largest
+    imbalance :math:`\\|B-C^\\top\\|/\\|B\\|` seen during training (C4)."""
+    R = len(configs)
+    A, B, C = (torch.stack(t).numpy() for t in zip(*(init_student(c) for c in configs)))
+    K, q, T = (max(getattr(c, a) for c in configs) for a in ("k", "horizon_q", "steps"))
+    h_hat_q = torch.stack([teacher_impulse(c.lam, c.w, q) for c in configs]).numpy()
+    per_run = {  # per-run constants, gathered again whenever the batch shrinks
+        "h_hat": h_hat_q[:, :K],
+        "mask": np.arange(K) < np.array([c.k for c in configs])[:, None],
+        "lr": np.array([c.lr for c in configs]),
+        "steps": np.array([c.steps for c in configs]),
+        "sym": np.array([c.variant != "nonsym" for c in configs]),
+    }
+    checkpoints = sorted({t for c in configs for t in c.checkpoints})
+    ck_L = np.full((R, len(checkpoints)), math.nan)
+    ck_eps = np.full_like(ck_L, math.nan)
+    diverged = np.zeros(R, dtype=bool)
+    steps_run = np.full(R, T)
+    imbalance = np.zeros(R)
+
+    idx = np.arange(R)  # the runs still training
+    w, (Aw, Bw, Cw) = per_run, (A, B, C)
+    L0 = loss_and_grads(A, B, C, per_run["h_hat"], per_run["mask"])[0]
+    with np.errstate(over="ignore", invalid="ignore"):  # a diverging run is detected, not an error
+        for t in progress(range(T + 1)):
+            L, G_A, G_B, G_C = loss_and_grads(Aw, Bw, Cw, w["h_hat"], w["mask"])
+            imb = np.linalg.norm(Bw - Cw, axis=-1) / np.linalg.norm(Bw, axis=-1)
+            imbalance[idx] = np.maximum(imbalance[idx], imb)
+            if t in checkpoints:
+                A[idx], B[idx], C[idx] = Aw, Bw, Cw
+                i = checkpoints.index(t)
+                ck_L[:, i] = loss_and_grads(A, B, C, per_run["h_hat"], per_run["mask"])[0]
+                h = impulse_response(*(torch.from_numpy(x) for x in (A, B, C)), q)
+                ck_eps[:, i] = eps_q(h, torch.from_numpy(h_hat_q)).numpy()
+            bad = ~np.isfinite(L) | (L > 10 * L0[idx])
+            diverged[idx] |= bad
+            go = ~bad & (L >= FREEZE_LOSS) & (t < w["steps"])
+            if not go.all():  # drop frozen runs from the batch
+                A[idx], B[idx], C[idx] = Aw, Bw, Cw
+                steps_run[idx[~go]] = t
+                idx = idx[go]
+                if t == T or len(idx) == 0:
+                    break
+                w = {name: x[idx] for name, x in per_run.items()}
+                Aw, Bw, Cw = A[idx], B[idx], C[idx]
+                G_A, G_B, G_C = G_A[go], G_B[go], G_C[go]
+            lr = w["lr"][:, None]
+            G_A = np.where(w["sym"][:, None, None], sym_grad(G_A), G_A)
+            Aw = Aw - lr[..., None] * G_A
+            Bw = Bw - lr * G_B
+            Cw = Cw - lr * G_C
+    L = loss_and_grads(A, B, C, per_run["h_hat"], per_run["mask"])[0]
+    h = impulse_response(*(torch.from_numpy(x) for x in (A, B, C)), q)
+    eps = eps_q(h, torch.from_numpy(h_hat_q)).numpy()  # horizon q for every run
+    out = []
+    for r, c in enumerate(configs):
+        keep = [i for i, t in enumerate(checkpoints) if t in c.checkpoints]
+        eps_r = eps[r] if c.horizon_q == q else eps_q(h[r, :c.horizon_q], torch.from_numpy(h_hat_q[r, :c.horizon_q])).item()
+        out.append({
+            "loss": float(L[r]), "eps": float(eps_r), "diverged": bool(diverged[r]),
+            "steps_run": int(steps_run[r]), "imbalance_max": float(imbalance[r]),
+            "ck_steps": np.array([checkpoints[i] for i in keep]),
+            "ck_loss": ck_L[r, keep], "ck_eps": ck_eps[r, keep],
+            "h": h[r, :c.horizon_q].numpy(), "A": A[r], "B": B[r], "C": C[r],
+        })
+    return out
+
+
+# ----------------------------------------------------------------------------- Prop. 3, moments
+def prop3_student(lam: Sequence[float], w: Sequence[float], k: int, alpha: float
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Proposition 3 (our construction): a student that fits the teacher on length k but not beyond.
+
+    :math:`A=\\mathrm{diag}(\\hat\\lambda,\\mu_1..\\mu_{k+1})` with :math:`\\mu` = linspace(-.5,.5,k+1),
+    :math:`B=(\\sqrt{\\hat w};v)`, :math:`C=(\\sqrt{\\hat w}^\\top,1..1)`, where v solves the Vandermonde
+    system :math:`\\sum_i v_i\\mu_i^j = 0` (j<k), :math:`=\\alpha` (j=k). Returns (A, B, C, v)."""
+    mu = torch.linspace(-0.5, 0.5, k + 1, dtype=DTYPE)
+    V = mu[None, :] ** torch.arange(k + 1, dtype=DTYPE)[:, None]
+    rhs = torch.zeros(k + 1, dtype=DTYPE)
+    rhs[k] = alpha
+    v = torch.linalg.solve(V, rhs)
+    sw = torch.tensor(w, dtype=DTYPE).sqrt()
+    A = torch.diag(torch.cat([torch.tensor(lam, dtype=DTYPE), mu]))
+    B = torch.cat([sw, v])
+    C = torch.cat([sw, torch.ones(k + 1, dtype=DTYPE)])
+    return A, B, C, v
+
+
+def off_support_mass(lam: Sequence[float], w: Sequence[float], k: int, n_grid: int = 601,
+                     span: float = 1.5) -> float:
+    """Moment uniqueness (§4.1 lemma, Cohen & Yeredor 2011) as a linear programme: the largest mass
+    a non-negative measure on a grid in [-span, span] can put off the teacher's atoms while matching
+    the teacher's moments :math:`\\sum_i m_i a_i^j = \\sum_i \\hat w_i\\hat\\lambda_i^j`, j < k."""
+    grid = np.linspace(-span, span, n_grid)
+    for x in lam:  # the grid includes the teacher's atoms exactly
+        grid[np.argmin(np.abs(grid - x))] = x
+    on = np.isin(grid, lam)
+    M = grid[None, :] ** np.arange(k)[:, None]
+    moments = (np.asarray(w)[None, :] * np.asarray(lam)[None, :] ** np.arange(k)[:, None]).sum(1)
+    res = linprog(-(~on).astype(float), A_eq=M, b_eq=moments, bounds=(0, None), method="highs")
+    if res.status != 0:
+        raise RuntimeError(f"moment LP failed: {res.message}")
+    return float(-res.fun)
+
+
+def moment_check(teachers: dict[int, tuple[Sequence[float], Sequence[float]]]) -> dict:
+    """C7: :func:`off_support_mass` for k = 1 .. 2 d_hat + 3, for the default teachers d_hat = 1..3
+    and every given teacher; <= 1e-6 is required for k >= 2 d_hat + 1 and >= 0.1 for k <= 2 d_hat."""
+    todo = {f"default d_hat={dh}": TEACHERS[dh] for dh in (1, 2, 3)}
+    todo.update({f"d_hat={dh}: lam={tuple(lam)}": (lam, w) for dh, (lam, w) in teachers.items()})
+    rows, passed, worst = [], True, {"above": 0.0, "below": math.inf}
+    for name, (lam, w) in todo.items():
+        dh = len(lam)
+        row = {"teacher": name}
+        for k in range(1, 2 * dh + 4):
+            m = off_support_mass(lam, w, k)
+            row[f"k={k}"] = m
+            if k >= 2 * dh + 1:
+                worst["above"] = max(worst["above"], abs(m))
+            else:
+                worst["below"] = min(worst["below"], m)
+        rows.append(row)
+    passed = worst["above"] <= 1e-6 and worst["below"] >= 0.1
+    return {"max_off_mass": {"k >= 2 d_hat + 1 (max)": worst["above"],
+                             "k <= 2 d_hat (min)": worst["below"]},
+            "passed": passed, "table": table(rows)}
+
+
+def spectrum(A: np.ndarray, B: np.ndarray, C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """E1: atoms :math:`\\mu_i` and weights :math:`w_i = (C u_i)(u_i^\\top B)` of a learned student, so
+    that :math:`h_j = \\sum_i w_i \\mu_i^j` (A symmetric: eigendecomposition)."""
+    mu, U = np.linalg.eigh(A)
+    return mu, (C @ U) * (U.T @ B)
+
+
+def w1_distance(mu: np.ndarray, wts: np.ndarray, lam: Sequence[float], w: Sequence[float]) -> float:
+    """E1: Wasserstein-1 distance between the learned measure (negative weights taken as mass by
+    absolute value, then normalised) and the teacher's."""
+    a = np.abs(wts) / np.abs(wts).sum()
+    b = np.asarray(w) / np.sum(w)
+    x = np.concatenate([mu, lam])
+    order = np.argsort(x)
+    cdf = np.cumsum(np.concatenate([a, -b])[order])
+    return float(np.sum(np.abs(cdf[:-1]) * np.diff(x[order])))
+
+
+# ----------------------------------------------------------------------------- diagonal students
+def diagonal_loss_and_grads(lam: np.ndarray, b: np.ndarray, c: np.ndarray | None,
+                            h_hat: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, ...]:
+    """E2: loss and closed-form gradient of a diagonal student, batched over runs (R, d).
+
+    Real (``c`` given): :math:`h_j = \\sum_i c_i b_i \\lambda_i^j`. Complex (``c`` None, complex
+    ``lam`` and ``b``): :math:`h_j = \\mathrm{Re}\\sum_i |b_i|^2 \\lambda_i^j`; the gradient of a
+    complex parameter is returned as :math:`\\partial_{\\mathrm{Re}} + i\\,\\partial_{\\mathrm{Im}}`."""
+    K = h_hat.shape[-1]
+    P = _powers(lam, K)  # lam_i^j, (R, d, K)
+    wts = c * b if c is not None else (b * b.conj()).real
+    h = (wts[..., None] * P).sum(1).real
+    r2 = 2 * (h - h_hat) * mask
+    L = (r2 * r2).sum(-1) / 4
+    g_w = (r2[:, None, :] * P).sum(-1)  # dL/dw_i (complex for complex lam: its real part counts)
+    j = np.arange(1, K)
+    g_lam = wts * (r2[:, None, 1:] * j * P[..., :-1]).sum(-1)  # holomorphic derivative
+    if c is not None:
+        return L, g_lam, g_w * c, g_w * b
+    return L, g_lam.conj(), 2 * g_w.real * b
+
+
+def _powers(lam: np.ndarray, K: int) -> np.ndarray:
+    """:math:`\\lambda_i^j` for j < K by cumulative products (cheaper than ``**`` for complex)."""
+    P = np.empty(lam.shape + (K,), dtype=lam.dtype)
+    P[..., 0] = 1
+    P[..., 1:] = lam[..., None]
+    return np.cumprod(P, -1)
+
+
+def train_diagonal(h_hat: torch.Tensor, ks: Sequence[int], seeds: Sequence[int], d: int,
+                   complex_: bool, steps: int, lr: float, init_scale: float, horizon_q: int,
+                   progress: Callable[[Iterable], Iterable] = iter) -> dict[str, np.ndarray]:
+    """E2: diagonal students (S4D / LRU form), trained together by full-batch GD with the closed-form
+    gradient of :func:`diagonal_loss_and_grads`, from N(0, sigma^2) entries (c = b at init).
+    ``h_hat`` has length >= horizon_q. Returns final loss, eps_q and divergence per run."""
+    R, K = len(ks), max(ks)
+    gens = [torch.Generator().manual_seed(s) for s in seeds]
+    shape = (2, d) if complex_ else (d,)
+    draw = lambda: np.stack([init_scale * torch.randn(shape, generator=g, dtype=DTYPE).numpy()
+                             for g in gens])
+    lam, b = draw(), draw()
+    if complex_:
+        lam, b = lam[:, 0] + 1j * lam[:, 1], b[:, 0] + 1j * b[:, 1]
+    c = np.zeros_like(b) if complex_ else b.copy()  # c is not a parameter of the complex student
+    target = np.broadcast_to(h_hat[:K].numpy(), (R, K))
+    mask = np.arange(K) < np.array(ks)[:, None]
+    L0 = diagonal_loss_and_grads(lam, b, None if complex_ else c, target, mask)[0]
+    idx = np.arange(R)  # runs still training; frozen ones leave the batch
+    with np.errstate(over="ignore", invalid="ignore"):
+        for _ in progress(range(steps)):
+            L, *grads = diagonal_loss_and_grads(lam[idx], b[idx], None if complex_ else c[idx],
+                                                target[idx], mask[idx])
+            go = np.isfinite(L) & (L <= 10 * L0[idx]) & (L >= FREEZE_LOSS)
+            idx, grads = idx[go], [g[go] for g in grads]
+            if len(idx) == 0:
+                break
+            lam[idx] -= lr * grads[0]
+            b[idx] -= lr * grads[1]
+            if not complex_:
+                c[idx] -= lr * grads[2]
+        c = None if complex_ else c
+        L = diagonal_loss_and_grads(lam, b, c, target, mask)[0]
+        wts = c * b if c is not None else (b * b.conj()).real
+        h = (wts[..., None] * _powers(lam, horizon_q)).sum(1).real
+    eps = eps_q(torch.from_numpy(h), h_hat[:horizon_q]).numpy()
+    return {"loss": L, "eps": eps, "diverged": ~np.isfinite(L) | (L > 10 * L0)}
+
+
+# ----------------------------------------------------------------------------- parameters
+@dataclass(frozen=True)
+class Settings:
+    """The chapter's resolved parameters (None replaced by the profile's defaults, spec §4)."""
+
+    teachers: dict[int, tuple[tuple[float, ...], tuple[float, ...], list[int]]]
+    ds: list[int]
+    n_seeds: int
+    init_scale: float
+    lr: float
+    steps: int | None
+    horizon_q: int
+    gate: float  # loss gate for judging extrapolation (C1, C2)
+    tol: float  # eps tolerance above 2 d_hat (C1, C2)
+    scales: tuple[float, ...]  # F5 init scales
+    gru_hidden: int
+    gru_steps: int
+    gru_ks: list[int]
+    gru_seeds: int
+    chunk_size: int | None
+
+    def steps_for(self, d_hat: int, profile: str) -> int:
+        return self.steps or default_steps(d_hat, profile)
+
+
+def resolve(profile: str, d, d_hat, k_values, teacher_eigs, teacher_weights, init_scale: float,
+            lr: float, steps, n_seeds, horizon_q, gru_hidden, gru_steps) -> Settings:
+    """Check every chapter parameter, raising :class:`rnnbook.ParameterError` before any compute,
+    and fill in the profile's defaults."""
+    params.choice("profile", profile, params.PROFILES)
+    full = profile == "full"
+    if d_hat is None:
+        d_hat = [1, 2, 3, 4] if full else [1, 2]
+    d_hat = [params.integer("d_hat", x, lo=1) for x in params.sequence("d_hat", d_hat)]
+    if d is None:
+        d = [20, 50, 100] if full else [20]
+    ds = [params.integer("d", x, lo=2) for x in (d if isinstance(d, (list, tuple)) else [d])]
+    params.real("init_scale", init_scale, lo=0, lo_open=True)
+    params.real("lr", lr, lo=0, lo_open=True)
+    if steps is not None:
+        steps = params.integer("steps", steps, lo=1)
+    for name, given in (("teacher_eigs", teacher_eigs), ("teacher_weights", teacher_weights)):
+        if given is not None and len(params.sequence(name, given)) != len(d_hat):
+            raise params.ParameterError(name, given, f"None or one list per d_hat ({len(d_hat)})")
+    if k_values is not None:
+        k_values = [params.integer("k_values", x, lo=1) for x in params.sequence("k_values", k_values)]
+    teachers = {dh: _teacher(i, dh, teacher_eigs, teacher_weights, k_values)
+                for i, dh in enumerate(d_hat)}
+    for dh, (_, _, ks) in teachers.items():
+        if min(ds) <= max(ks) or min(ds) <= dh:
+            raise params.ParameterError("d", d, f"integers > max k ({max(ks)}) and > d_hat ({dh}): "
+                                        "an overparameterized student")
+    pick = (lambda quick, big: big if full else quick)
+    return Settings(
+        teachers, ds,
+        n_seeds=params.integer("n_seeds", n_seeds if n_seeds is not None else pick(3, 5), lo=1),
+        init_scale=init_scale, lr=lr, steps=steps,
+        horizon_q=params.integer("horizon_q", horizon_q if horizon_q is not None else pick(60, 100), lo=2),
+        gate=pick(1e-6, 1e-8), tol=pick(0.05, 0.01),
+        scales=pick((1e-1, 1e-2, 1e-3), (1e-1, 1e-2, 1e-3, 1e-4)),
+        gru_hidden=params.integer("gru_hidden", gru_hidden if gru_hidden is not None else pick(16, 64), lo=1),
+        gru_steps=params.integer("gru_steps", gru_steps if gru_steps is not None else pick(2000, 5000), lo=1),
+        gru_ks=pick([2, 4, 6, 8, 10], list(range(1, 13))), gru_seeds=pick(6, 8),
+        chunk_size=pick(None, 64))
+
+
+def _teacher(i: int, dh: int, eigs, weights, k_values) -> tuple[tuple[float, ...], tuple[float, ...], list[int]]:
+    """The i-th teacher (lam, w) and its k values: the spec's table unless given."""
+    if eigs is None and dh not in TEACHERS:
+        raise params.ParameterError("d_hat", dh, f"1..{max(TEACHERS)} unless teacher_eigs is given")
+    lam = tuple(float(x) for x in (eigs[i] if eigs is not None else TEACHERS[dh][0]))
+    if weights is not None:
+        w = tuple(float(x) for x in weights[i])
+    elif eigs is None:
+        w = TEACHERS[dh][1]
+    else:
+        w = (1.0 / dh,) * dh
+    if len(lam) != dh or len(w) != dh:
+        raise params.ParameterError("teacher_eigs", lam, f"{dh} eigenvalue(s) and weight(s) for d_hat={dh}")
+    if len(set(lam)) != dh or any(abs(x) > 1 for x in lam):
+        raise params.ParameterError("teacher_eigs", lam, "distinct eigenvalues with |lam| <= 1")
+    if any(x <= 0 for x in w):
+        raise params.ParameterError("teacher_weights", w, "weights > 0 (a balanced teacher)")
+    ks = list(k_values) if k_values is not None else list(range(1, 2 * dh + 4))
+    return lam, w, ks
+
+
+# ----------------------------------------------------------------------------- sweeps and claims
+SIGNED_TEACHER = (TEACHERS[2][0], (0.8, -0.3))  # E3: unbalanced, the moment argument fails
+
+
+def build_sweep(teachers: dict[int, tuple[tuple[float, ...], tuple[float, ...], list[int]]],
+                ds: Sequence[int], n_seeds: int, seed: int, init_scale: float, lr: float,
+                steps: Callable[[int], int], horizon_q: int, profile: str,
+                scales: Sequence[float]) -> list[RunConfig]:
+    """Every linear run of the chapter: F1 (symmetric, balanced), F2 (non-symmetric, unbalanced),
+    F5 (symmetric A, independent B, C, several init scales; last d_hat, k = 2 d_hat + 1, + 2) and E3
+    (the signed teacher). ``teachers`` maps d_hat to (lam, w, k values); ``steps(d_hat)`` gives the
+    step budget."""
+    out = []
+
+    def add(experiment, d, lam, w, ks, variant, scales_, n_steps):
+        for k in ks:
+            for s in scales_:
+                for i in range(n_seeds):
+                    out.append(RunConfig(experiment, d, tuple(lam), tuple(w), k, variant, s, lr,
+                                         n_steps, run_seed(seed, experiment, d, lam, w, k, s, i),
+                                         horizon_q, checkpoint_steps(n_steps, profile)))
+
+    for d in ds:
+        for dh, (lam, w, ks) in teachers.items():
+            add("F1", d, lam, w, ks, "sym_bal", [init_scale], steps(dh))
+            add("F2", d, lam, w, ks, "nonsym", [init_scale], steps(dh))
+    dh, (lam, w, _) = max(teachers.items())
+    add("F5", ds[0], lam, w, [2 * dh + 1, 2 * dh + 2], "sym_ind", scales, steps(dh))
+    add("E3", ds[0], *SIGNED_TEACHER, range(1, 8), "sym_ind", [init_scale], steps(2))
+    return out
+
+
+def train_sweep(configs: Sequence[RunConfig], cache, progress, chunk_size: int | None
+                ) -> list[dict]:
+    """Train (or load from the results cache) every run, one batched program per student size d;
+    returns :func:`run_rows` records in the order of ``configs``."""
+    results: dict[int, dict] = {}
+    for d in sorted({c.d for c in configs}):
+        idx = [i for i, c in enumerate(configs) if c.d == d]
+        got = cache.cached_batch(
+            "linear", [configs[i].__dict__ for i in idx],
+            lambda cfgs: train_students([RunConfig(**c) for c in cfgs], progress),
+            chunk_size=chunk_size)
+        results.update(zip(idx, got))
+    return run_rows(configs, [results[i] for i in range(len(configs))])
+
+
+def default_steps(d_hat: int, profile: str) -> int:
+    """Step budget (spec §4): 5e4 for d_hat <= 2, 1.5e5 for 3, 3e5 for 4; x4 in the full profile."""
+    base = 50_000 if d_hat <= 2 else 150_000 if d_hat == 3 else 300_000
+    return base * (4 if profile == "full" else 1)
+
+
+def checkpoint_steps(steps: int, profile: str) -> tuple[int, ...]:
+    """F4 checkpoints: 1e3, 3e3, 1e4, 3e4, ... and the last step (quick), or every 2e4 (full)."""
+    if profile == "full":
+        return tuple(range(20_000, steps + 1, 20_000))
+    grid = [m * 10 ** e for e in range(3, 8) for m in (1, 3)]
+    return tuple(t for t in grid if t < steps) + (steps,)
+
+
+def run_rows(configs: Sequence[RunConfig], results: Sequence[dict]) -> list[dict]:
+    """One flat record per run: its configuration and what it measured."""
+    return [{**c.__dict__, "d_hat": c.d_hat, **r} for c, r in zip(configs, results)]
+
+
+def select(rows: Sequence[dict], **where: object) -> list[dict]:
+    return [r for r in rows if all(r[key] == val for key, val in where.items())]
+
+
+def converged(row: dict, gate: float) -> bool:
+    """A run counts for extrapolation only if it reached the loss gate and did not diverge."""
+    return (not row["diverged"]) and row["loss"] <= gate
+
+
+def transition_check(rows: Sequence[dict], d_hat: int, gate: float, tol: float) -> dict:
+    """C1/C2 (§5.1, §5.2): the phase transition at k = 2 d_hat, judged on converged runs only.
+
+    (a) median eps >= 0.1 for every k < 2 d_hat; (b) median eps <= tol for every k >= 2 d_hat + 1
+    whose seeds all pass the loss gate; (c) at least 2/3 of the runs with k >= 2 d_hat + 1 pass it.
+    k = 2 d_hat is reported, not judged. Too few converged runs, or no k on one side of the line,
+    gives "inconclusive"."""
+    ks = sorted({r["k"] for r in rows})
+    below = [k for k in ks if k < 2 * d_hat]
+    above = [k for k in ks if k >= 2 * d_hat + 1]
+    med = {}
+    for k in ks:
+        ok = [r["eps"] for r in rows if r["k"] == k and converged(r, gate)]
+        med[k] = float(np.median(ok)) if ok else math.nan
+    runs_above = [r for r in rows if r["k"] in above]
+    frac = np.mean([converged(r, gate) for r in runs_above]) if runs_above else 0.0
+    judged_above = [k for k in above if all(converged(r, gate) for r in rows if r["k"] == k)]
+    judged_below = [k for k in below if not math.isnan(med[k])]
+    a = all(med[k] >= 0.1 for k in judged_below)
+    b = all(med[k] <= tol for k in judged_above)
+    c = frac >= 2 / 3
+    enough = bool(judged_below) and bool(judged_above) and c
+    return {"median_eps": med, "converged_frac_above": float(frac), "judged_below": judged_below,
+            "judged_above": judged_above, "a": a, "b": b, "c": c,
+            "verdict": ("reproduced" if a and b else "not reproduced") if enough else "inconclusive",
+            "passed": enough and a and b}
+
+
+def transition_table(checks: dict[tuple[int, int], dict]):
+    """The per-k medians of :func:`transition_check` results, one row per (d_hat, d)."""
+    rows = []
+    for (dh, d), c in checks.items():
+        row = {"d_hat": dh, "d": d}
+        row.update({f"k={k}": v for k, v in c["median_eps"].items()})
+        row.update({"converged above": c["converged_frac_above"], "verdict": c["verdict"]})
+        rows.append(row)
+    return table(rows)
+
+
+def prop3_check(lam: Sequence[float], w: Sequence[float], k: int,
+                alphas: Sequence[float] = (0.1, 1.0, 10.0)) -> dict:
+    """C3: for each alpha, the construction fits j < k (error <= 1e-10), departs by alpha at j = k
+    (to 1e-8), and needs a negative v_i (so it is unbalanced)."""
+    fit, jump, negative = [], [], []
+    h_hat = teacher_impulse(lam, w, k + 1)
+    for alpha in alphas:
+        A, B, C, v = prop3_student(lam, w, k, alpha)
+        h = impulse_response(A[None], B[None], C[None], k + 1)[0]
+        fit.append((h[:k] - h_hat[:k]).abs().max().item())
+        jump.append(abs((h[k] - h_hat[k]).item() - alpha))
+        negative.append(bool((v < 0).any()))
+    passed = max(fit) <= 1e-10 and max(jump) <= 1e-8 and all(negative)
+    return {"max_fit_error": max(fit), "max_jump_error": max(jump), "negative_v": all(negative),
+            "passed": passed}
+
+
+def spearman_link(rows: Sequence[dict]) -> dict:
+    """C6 (§4.2): per run, Spearman correlation of log L and log eps over the checkpoints; runs whose
+    checkpoints are all equal (frozen before the first) have none and are counted apart."""
+    from scipy.stats import spearmanr
+
+    rhos, worse, flat = [], [], 0
+    for r in rows:
+        L, e = np.log(r["ck_loss"]), np.log(r["ck_eps"])
+        if np.ptp(L) == 0 or np.ptp(e) == 0 or not np.all(np.isfinite(e)):
+            flat += 1
+            continue
+        rhos.append(float(spearmanr(L, e).statistic))
+        worse.append(bool(r["ck_eps"][-1] > r["ck_eps"][0]))
+    med = float(np.median(rhos)) if rhos else math.nan
+    return {"median_rho": med, "min_rho": min(rhos, default=math.nan), "n_runs": len(rhos),
+            "n_flat": flat, "n_eps_rose": int(sum(worse)),
+            "passed": bool(rhos) and med >= 0.8 and not any(worse)}
+
+
+def imbalance_scaling(rows: Sequence[dict], scales: Sequence[float]) -> dict:
+    """C5 (§4.3): median final imbalance :math:`\\|B-C^\\top\\|/\\|B\\|` per init scale sigma; it must
+    fall with sigma, with log-log slope >= 1.5 between 1e-2 and 1e-3, and be <= 10 sigma at 1e-2."""
+    med = {}
+    for s in scales:
+        vals = [np.linalg.norm(r["B"] - r["C"]) / np.linalg.norm(r["B"])
+                for r in rows if r["init_scale"] == s]
+        med[s] = float(np.median(vals))
+    ss = sorted(scales)
+    decreasing = all(med[a] < med[b] for a, b in zip(ss, ss[1:]))
+    slope = (math.log(med[1e-2] / med[1e-3]) / math.log(10)
+             if 1e-2 in med and 1e-3 in med else math.nan)
+    at_1e2 = med.get(1e-2, math.nan)
+    passed = decreasing and slope >= 1.5 and at_1e2 <= 10 * 1e-2
+    return {"median_imbalance": med, "slope": slope, "passed": passed}
+
+
+# ----------------------------------------------------------------------------- figures
+EPS_CLIP = 1e3  # plots clip eps here; the stored values are the true ones
+
+
+def plot_transition(rows: Sequence[dict], gate: float, title: str):
+    """F1/F2: median eps_q (log) against k, min-max bars over seeds, one curve per (d_hat, d); a
+    dashed line at k = 2 d_hat; hollow markers where some seed did not reach the loss gate."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.2, 4.4))
+    groups = sorted({(r["d_hat"], r["d"]) for r in rows})
+    for i, (dh, d) in enumerate(groups):
+        color = f"C{i % 8}"
+        sub = select(rows, d_hat=dh, d=d)
+        ks = sorted({r["k"] for r in sub})
+        eps = [np.clip([r["eps"] for r in sub if r["k"] == k], 1e-6, EPS_CLIP) for k in ks]
+        med = np.array([np.median(e) for e in eps])
+        lo, hi = med - [e.min() for e in eps], [e.max() for e in eps] - med
+        label = f"$\\hat d={dh}$" + (f", $d={d}$" if len({g[1] for g in groups}) > 1 else "")
+        ax.errorbar(ks, med, yerr=[lo, hi], color=color, capsize=3, label=label)
+        done = np.array([all(converged(r, gate) for r in sub if r["k"] == k) for k in ks])
+        ax.scatter(np.array(ks)[done], med[done], color=color, zorder=3)
+        ax.scatter(np.array(ks)[~done], med[~done], facecolors="white", edgecolors=color, zorder=3)
+        ax.axvline(2 * dh, color=color, ls="--", lw=1)
+    ax.set(yscale="log", xlabel="training length $k$", ylabel=r"extrapolation error $\epsilon_q$",
+           title=title)
+    ax.axhline(0.1, color="grey", lw=0.8, ls=":")
+    ax.legend(ncols=2)
+    return fig
+
+
+def plot_prop3(lam: Sequence[float], w: Sequence[float], k: int, h_gd: np.ndarray | None,
+               alpha: float = 1.0, n: int = 21):
+    """F6: impulse responses of the teacher, a GD student (if one was trained at this k) and the
+    Prop. 3 construction."""
+    import matplotlib.pyplot as plt
+
+    A, B, C, _ = prop3_student(lam, w, k, alpha)
+    h3 = impulse_response(A[None], B[None], C[None], n)[0].numpy()
+    fig, ax = plt.subplots()
+    j = np.arange(n)
+    ax.plot(j, teacher_impulse(lam, w, n).numpy(), "k-", label="teacher $\\hat h_j$")
+    if h_gd is not None:
+        ax.plot(j, h_gd[:n], "o", mfc="none", ms=9, label="GD student")
+    ax.plot(j, h3, "s-", ms=4, label=f"Prop. 3 construction ($\\alpha={alpha:g}$)")
+    ax.axvline(k, color="grey", ls="--", lw=1)
+    ax.text(k + 0.2, ax.get_ylim()[1] * 0.9, "$j=k$", color="grey")
+    ax.set(xlabel="$j$", ylabel="impulse response $h_j$")
+    ax.legend()
+    return fig
+
+
+def plot_convergence(rows: Sequence[dict], example: dict):
+    """F4: (a) final L against eps for runs with k > 2 d_hat; (b) L(t) and eps(t) of one run."""
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for i, variant in enumerate(sorted({r["variant"] for r in rows})):
+        sub = select(rows, variant=variant)
+        a.scatter([r["loss"] for r in sub], [r["eps"] for r in sub], color=f"C{i}",
+                  label=VARIANTS[variant], alpha=0.8)
+    a.set(xscale="log", yscale="log", xlabel="final loss $L$", ylabel=r"$\epsilon_q$",
+          title="(a) runs with $k>2\\hat d$")
+    a.legend()
+    b.plot(example["ck_steps"], example["ck_loss"], "o-", label="loss $L$")
+    b.plot(example["ck_steps"], example["ck_eps"], "s-", label=r"$\epsilon_q$")
+    b.set(xscale="log", yscale="log", xlabel="GD step",
+          title=f"(b) $\\hat d={example['d_hat']}$, $k={example['k']}$, {VARIANTS[example['variant']]}")
+    b.legend()
+    return fig
+
+
+def plot_imbalance(check: dict):
+    """F5: median final imbalance against init scale sigma, with a slope-2 guide."""
+    import matplotlib.pyplot as plt
+
+    s = np.array(sorted(check["median_imbalance"]))
+    m = np.array([check["median_imbalance"][x] for x in s])
+    fig, ax = plt.subplots()
+    ax.plot(s, m, "o-", label="median over runs")
+    ax.plot(s, m[-1] * (s / s[-1]) ** 2, "k--", lw=1, label="slope 2")
+    ax.set(xscale="log", yscale="log", xlabel=r"init scale $\sigma$",
+           ylabel=r"$\|B-C^\top\|/\|B\|$ at the end")
+    ax.legend()
+    return fig
+
+
+def plot_spectra(rows: Sequence[dict], lam: Sequence[float], w: Sequence[float]):
+    """E1: atoms and weights of learned students (stem plots) against the teacher's."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(rows), figsize=(3.2 * len(rows), 3.6), sharey=True)
+    for ax, r in zip(np.atleast_1d(axes), rows):
+        mu, wts = spectrum(r["A"], r["B"], r["C"])
+        ax.stem(lam, w, linefmt="k-", markerfmt="ko", basefmt=" ", label="teacher")
+        ax.stem(mu, wts, linefmt="C1-", markerfmt="C1s", basefmt=" ", label="student")
+        ax.set(title=f"$k={r['k']}$", xlabel=r"atom $\mu_i$")
+    np.atleast_1d(axes)[0].set_ylabel("weight $w_i$")
+    np.atleast_1d(axes)[0].legend()
+    return fig
+
+
+# ----------------------------------------------------------------------------- GRU (§5.3)
+GRU_TEACHER = ((0.9, -0.8), (0.5, 0.5))  # our choice (spec §3): d_hat = 2
+GRU_LENGTHS = (20, 40)
+
+
+def gru_sweep(cache, ks: Sequence[int], n_seeds: int, seed: int, hidden: int, steps: int,
+              device, progress) -> dict[str, np.ndarray]:
+    """F3/C8: GRU students for every (k, seed), one batched program (:mod:`rnnbook.gru`), cached.
+    Returns flat arrays: k, train_rel_loss, rel_mse_L and beyond_L for L in (20, 40), and the
+    silent-beyond-k reference ref_L."""
+    from rnnbook.gru import reference_rel_mse, train_gru_students
+
+    h_hat = teacher_impulse(*GRU_TEACHER, max(GRU_LENGTHS))
+    run_k = [k for k in ks for _ in range(n_seeds)]
+    seeds = [run_seed(seed, "gru", k, i) for k in ks for i in range(n_seeds)]
+    config = {"teacher": GRU_TEACHER, "ks": run_k, "seeds": seeds, "hidden": hidden, "steps": steps}
+
+    def compute() -> dict[str, np.ndarray]:
+        res = train_gru_students(h_hat, run_k, seeds, hidden, steps, device=device,
+                                 progress=progress)
+        out = {"k": res.k, "train_rel_loss": res.train_rel_loss}
+        for L in GRU_LENGTHS:
+            out[f"rel_mse_{L}"] = res.rel_mse[L]
+            out[f"beyond_{L}"] = res.beyond_rel_mse[L]
+            out[f"ref_{L}"] = np.array([reference_rel_mse(h_hat, k, L) for k in res.k])
+        return out
+
+    return cache.cached("gru", config, compute)
+
+
+def gru_check(res: dict[str, np.ndarray]) -> dict:
+    """C8 (§5.3), medians over seeds: at the smallest k rel-MSE(20) within [0.8, 1.2] x the
+    silent-beyond-k reference; at the largest k rel-MSE(20) <= 0.6 x reference and beyond-window
+    rel-MSE(20) <= 0.6; training relative loss <= 1e-2 at every k."""
+    ks = np.unique(res["k"])
+    med = {name: {int(k): float(np.median(res[name][res["k"] == k])) for k in ks}
+           for name in ("rel_mse_20", "beyond_20", "ref_20", "rel_mse_40", "ref_40", "train_rel_loss")}
+    lo, hi = int(ks.min()), int(ks.max())
+    small = med["rel_mse_20"][lo] / med["ref_20"][lo]
+    large = med["rel_mse_20"][hi] / med["ref_20"][hi]
+    fitted = max(med["train_rel_loss"].values())
+    passed = 0.8 <= small <= 1.2 and large <= 0.6 and med["beyond_20"][hi] <= 0.6 and fitted <= 1e-2
+    return {"k_small": lo, "ratio_small": small, "k_large": hi, "ratio_large": large,
+            "beyond_large": med["beyond_20"][hi], "max_train_rel_loss": fitted,
+            "ratio_large_40": med["rel_mse_40"][hi] / med["ref_40"][hi], "medians": med,
+            "passed": passed}
+
+
+def plot_gru(res: dict[str, np.ndarray]):
+    """F3: GRU rel-MSE (L = 20, 40) and beyond-window rel-MSE against k: medians, per-seed dots and
+    the reference of a student that copies k taps and is then silent."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    ks = np.unique(res["k"])
+    for ax, kind in zip(axes, ("rel_mse", "beyond")):
+        for i, L in enumerate(GRU_LENGTHS):
+            y = res[f"{kind}_{L}"]
+            ax.scatter(res["k"] + 0.1 * (i - 0.5), y, s=12, color=f"C{i}", alpha=0.5)
+            ax.plot(ks, [np.median(y[res["k"] == k]) for k in ks], "o-", color=f"C{i}",
+                    label=f"$L={L}$")
+            if kind == "rel_mse":
+                ax.plot(ks, [res[f"ref_{L}"][res["k"] == k][0] for k in ks], ":", color=f"C{i}",
+                        label=f"silent beyond $k$, $L={L}$")
+        ax.set(yscale="log", xlabel="training length $k$")
+    axes[0].set(ylabel="relative MSE", title="(a) test rel-MSE")
+    axes[1].set(title="(b) beyond the training window")
+    axes[1].axhline(1, color="grey", lw=0.8)
+    axes[0].legend(fontsize=9)
+    axes[1].legend(fontsize=9)
+    return fig
+
+
+# ----------------------------------------------------------------------------- extensions E1, E2
+def off_teacher_mass(mu: np.ndarray, wts: np.ndarray, lam: Sequence[float], radius: float = 0.05
+                     ) -> float:
+    """E1: learned mass :math:`\\sum|w_i|` on atoms farther than ``radius`` from every teacher atom."""
+    far = np.min(np.abs(mu[:, None] - np.asarray(lam)[None, :]), axis=1) > radius
+    return float(np.abs(wts[far]).sum())
+
+
+def spectrum_table(rows: Sequence[dict], lam: Sequence[float], w: Sequence[float]):
+    """E1: per k, median off-teacher mass and W1 distance to the teacher over seeds."""
+    out = []
+    for k in sorted({r["k"] for r in rows}):
+        spectra = [spectrum(r["A"], r["B"], r["C"]) for r in rows if r["k"] == k]
+        out.append({"k": k,
+                    "off-teacher mass": float(np.median([off_teacher_mass(*s, lam) for s in spectra])),
+                    "W1 to teacher": float(np.median([w1_distance(*s, lam, w) for s in spectra]))})
+    return table(out)
+
+
+def diagonal_table(res: dict[str, np.ndarray], gate: float):
+    """E2: per k, median eps_q over converged seeds (and how many converged) for both students."""
+    out = []
+    for k in np.unique(res["k"]):
+        row = {"k": int(k)}
+        for name in ("real", "complex"):
+            sel = ((res["k"] == k) & (res[f"{name}_loss"] <= gate) & ~res[f"{name}_diverged"])
+            row[f"{name}: median eps"] = float(np.median(res[f"{name}_eps"][sel])) if sel.any() else math.nan
+            row[f"{name}: converged"] = f"{int(sel.sum())}/{int((res['k'] == k).sum())}"
+        out.append(row)
+    return table(out)
+
+
+def diagonal_sweep(cache, lam: Sequence[float], w: Sequence[float], ks: Sequence[int],
+                   n_seeds: int, seed: int, d: int, steps: int, lr: float, init_scale: float,
+                   horizon_q: int, progress) -> dict[str, np.ndarray]:
+    """E2: real and complex diagonal students for every (k, seed), cached."""
+    run_k = [k for k in ks for _ in range(n_seeds)]
+    out: dict[str, np.ndarray] = {"k": np.array(run_k)}
+    for complex_ in (False, True):
+        seeds = [run_seed(seed, "E2", complex_, k, i) for k in ks for i in range(n_seeds)]
+        config = {"lam": lam, "w": w, "ks": run_k, "seeds": seeds, "d": d, "complex": complex_,
+                  "steps": steps, "lr": lr, "init_scale": init_scale, "q": horizon_q}
+        res = cache.cached("diagonal", config, lambda: train_diagonal(
+            teacher_impulse(lam, w, horizon_q), run_k, seeds, d, complex_, steps, lr,
+            init_scale, horizon_q, progress))
+        name = "complex" if complex_ else "real"
+        out.update({f"{name}_{key}": val for key, val in res.items()})
+    return out

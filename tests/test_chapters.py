@@ -1,0 +1,46 @@
+"""Every chapter, executed through papermill in the quick profile, with its claims asserted.
+
+The run uses the chapter's default parameters (no injected cell) and its own results directory;
+its executed notebook goes to ``_build/executed/`` where ``make book`` may reuse it.
+"""
+from __future__ import annotations
+
+import papermill
+import pytest
+
+from rnnbook.execute import EXECUTED_DIR, execute_chapter
+from rnnbook.paths import chapters
+
+# a bad value per chapter parameter: (parameters, the name the error must give)
+BAD_PARAMETERS = {
+    "extrapolation": [({"profile": "fast"}, "profile"), ({"d": 3}, "d"),
+                      ({"d_hat": [2], "teacher_eigs": [[1.0, 1.0]]}, "teacher_eigs"),
+                      ({"init_scale": -1.0}, "init_scale")],
+}
+
+
+@pytest.mark.parametrize("chapter", chapters())
+def test_chapter_quick_claims(chapter, tmp_path):
+    found, _ = execute_chapter(chapter, {}, tmp_path, output=EXECUTED_DIR / f"{chapter}.ipynb",
+                               quiet=True)
+    assert found, f"{chapter} recorded no claims"
+    failed = [f"{c.id}: {c.value}" for c in found if not c.passed]
+    assert not failed, f"{chapter}: claims failed: {failed}"
+    assert (tmp_path / chapter / "figures" / "figures.json").exists()
+
+
+@pytest.mark.parametrize("chapter", chapters())
+def test_chapter_has_bad_parameter_cases(chapter):
+    assert BAD_PARAMETERS.get(chapter), f"add bad-parameter cases for {chapter}"
+
+
+@pytest.mark.parametrize(("chapter", "parameters", "name"),
+                         [(ch, p, n) for ch, cases in BAD_PARAMETERS.items() for p, n in cases])
+def test_chapter_refuses_bad_parameters(chapter, parameters, name, tmp_path):
+    with pytest.raises(papermill.PapermillExecutionError) as err:
+        execute_chapter(chapter, parameters, tmp_path, quiet=True)
+    assert err.value.ename == "ParameterError"
+    assert f"parameter {name!r}" in err.value.evalue
+    assert "allowed" in err.value.evalue
+    # refused before any compute: no figure was made
+    assert not (tmp_path / chapter / "figures").exists()

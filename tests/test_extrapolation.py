@@ -1,0 +1,125 @@
+"""Unit tests of rnnbook.extrapolation: the maths the chapter's claims rest on, and that its checks
+can fail."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import rnnbook.extrapolation as ex
+from rnnbook import ParameterError
+
+
+def cfg(k=5, variant="sym_bal", steps=300, seed=1, lam=(1.0, -0.9), w=(0.5, 0.5), d=8):
+    return ex.RunConfig("F1", d, lam, w, k, variant, 1e-2, 1e-2, steps, seed, 30,
+                        ex.checkpoint_steps(steps, "quick"))
+
+
+def test_closed_form_gradient_matches_autograd():
+    assert max(ex.gradient_check(seed=3).values()) <= 1e-12
+
+
+def test_sym_grad_is_the_upper_triangle_update():
+    G = np.random.default_rng(0).normal(size=(2, 4, 4))
+    S = ex.sym_grad(G)
+    assert np.allclose(S, S.swapaxes(1, 2))
+    assert np.allclose(np.diagonal(S, axis1=1, axis2=2), np.diagonal(G, axis1=1, axis2=2))
+    assert np.allclose(S[:, 0, 1], G[:, 0, 1] + G[:, 1, 0])
+
+
+def test_batched_runs_equal_single_runs():
+    configs = [cfg(k=3, seed=1), cfg(k=5, variant="nonsym", seed=2), cfg(k=6, variant="sym_ind")]
+    together = ex.train_students(configs)
+    for c, r in zip(configs, together):
+        alone = ex.train_students([c])[0]
+        assert alone["loss"] == pytest.approx(r["loss"], rel=1e-9, abs=1e-15)
+        assert np.allclose(alone["A"], r["A"], rtol=1e-9, atol=1e-15)
+
+
+def test_gd_reduces_loss_and_keeps_balance():
+    r = ex.train_students([cfg(steps=2000)])[0]
+    initial = float((ex.teacher_impulse((1.0, -0.9), (0.5, 0.5), 5) ** 2).sum())  # student ~ 0
+    assert r["loss"] < 1e-3 * initial and r["ck_loss"][-1] < r["ck_loss"][0]
+    assert r["imbalance_max"] == 0.0
+    assert not r["diverged"]
+
+
+def test_too_large_step_is_diverged_not_extrapolation_failure():
+    bad = ex.RunConfig("F1", 8, (1.0, -0.9), (0.5, 0.5), 6, "sym_bal", 0.5, 1.0, 200, 1, 30, (200,))
+    r = ex.train_students([bad])[0]
+    assert r["diverged"]
+
+
+def test_prop3_fits_then_departs():
+    res = ex.prop3_check((1.0, -0.9, 0.6), (0.4, 0.3, 0.3), 7)
+    assert res["passed"] and res["negative_v"]
+
+
+def test_moment_lp_unique_only_above_2_d_hat():
+    lam, w = ex.TEACHERS[2]
+    assert ex.off_support_mass(lam, w, 5) <= 1e-6
+    assert ex.off_support_mass(lam, w, 4) >= 0.1
+
+
+def rows_for(eps_below, eps_above, loss=1e-9):
+    rows = [{"k": k, "eps": e, "loss": loss, "diverged": False} for k, e in ((1, eps_below), (2, eps_below))]
+    rows += [{"k": k, "eps": eps_above, "loss": loss, "diverged": False} for k in (5, 6)]
+    return rows
+
+
+def test_transition_check_can_fail_and_be_inconclusive():
+    assert ex.transition_check(rows_for(1.0, 1e-3), 2, 1e-6, 0.05)["passed"]
+    assert not ex.transition_check(rows_for(0.01, 1e-3), 2, 1e-6, 0.05)["passed"]  # (a)
+    res = ex.transition_check(rows_for(1.0, 0.5), 2, 1e-6, 0.05)  # (b)
+    assert not res["passed"] and res["verdict"] == "not reproduced"
+    res = ex.transition_check(rows_for(1.0, 1e-3, loss=1e-3), 2, 1e-6, 0.05)  # nothing converged
+    assert not res["passed"] and res["verdict"] == "inconclusive"
+
+
+def test_spearman_link_fails_when_eps_rises():
+    good = {"ck_loss": np.array([1e-4, 1e-6, 1e-8]), "ck_eps": np.array([1e-1, 1e-2, 1e-3])}
+    bad = {"ck_loss": np.array([1e-4, 1e-6, 1e-8]), "ck_eps": np.array([1e-3, 1e-2, 1e-1])}
+    assert ex.spearman_link([good])["passed"]
+    assert not ex.spearman_link([good, bad, bad])["passed"]
+
+
+def test_diagonal_gradient_matches_autograd():
+    rng = np.random.default_rng(1)
+    R, d, K = 3, 4, 5
+    h_hat, mask = rng.normal(size=(R, K)), np.ones((R, K), dtype=bool)
+    lam, b = rng.normal(size=(2, R, d)) * 0.5 + 1j * rng.normal(size=(2, R, d)) * 0.5
+    _, g_lam, g_b = ex.diagonal_loss_and_grads(lam, b, None, h_hat, mask)
+    parts = [torch.tensor(x, requires_grad=True) for x in (lam.real, lam.imag, b.real, b.imag)]
+    z = torch.complex(parts[0], parts[1])
+    h = ((parts[2] ** 2 + parts[3] ** 2)[..., None] * z[..., None] ** torch.arange(K)).real.sum(1)
+    L = ((h - torch.tensor(h_hat)) ** 2).sum()
+    auto = torch.autograd.grad(L, parts)
+    assert np.allclose(g_lam.real, auto[0]) and np.allclose(g_lam.imag, auto[1])
+    assert np.allclose(g_b.real, auto[2]) and np.allclose(g_b.imag, auto[3])
+
+
+def resolve(**kw):
+    base = dict(profile="quick", d=None, d_hat=None, k_values=None, teacher_eigs=None,
+                teacher_weights=None, init_scale=1e-2, lr=1e-2, steps=None, n_seeds=None,
+                horizon_q=None, gru_hidden=None, gru_steps=None)
+    return ex.resolve(**{**base, **kw})
+
+
+@pytest.mark.parametrize(("kw", "name"), [
+    ({"profile": "slow"}, "profile"), ({"d": 4}, "d"), ({"d_hat": [0]}, "d_hat"),
+    ({"d_hat": [7]}, "d_hat"), ({"d_hat": [2], "teacher_eigs": [[1.0]]}, "teacher_eigs"),
+    ({"d_hat": [2], "teacher_eigs": [[1.2, 0.5]]}, "teacher_eigs"),
+    ({"d_hat": [2], "teacher_weights": [[0.5, -0.5]]}, "teacher_weights"),
+    ({"k_values": [0, 3]}, "k_values"), ({"lr": 0}, "lr"), ({"steps": 2.5}, "steps"),
+])
+def test_resolve_refuses_bad_parameters(kw, name):
+    with pytest.raises(ParameterError, match=f"parameter '{name}'"):
+        resolve(**kw)
+
+
+def test_resolve_derives_teacher_and_k_from_d_hat():
+    s = resolve(d_hat=[3], teacher_eigs=[[0.9, -0.5, 0.2]], d=30)
+    lam, w, ks = s.teachers[3]
+    assert lam == (0.9, -0.5, 0.2) and math.isclose(sum(w), 1.0) and ks == list(range(1, 10))
