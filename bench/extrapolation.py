@@ -27,7 +27,7 @@ def train_one(cfg: ex.RunConfig) -> float:
         L = ((ex.impulse_response(A[None], B[None], C[None], cfg.k)[0] - h_hat) ** 2).sum()
         if L < ex.FREEZE_LOSS:
             break
-        gA, gB, gC = torch.autograd.grad(L, (A, B, C))
+        gA, gB, gC = torch.autograd.grad(L, (A, B, C), allow_unused=True, materialize_grads=True)
         if cfg.variant != "nonsym":
             gA = gA + gA.T - torch.diag(torch.diagonal(gA))
         with torch.no_grad():

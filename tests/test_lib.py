@@ -22,6 +22,7 @@ matplotlib.use("Agg")
 
 import matplotlib.image as mpimg  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
+import nbformat  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
@@ -837,3 +838,36 @@ def test_atomic_write(tmp_path):
     assert p.read_bytes() == b"de"
     assert sorted(x.name for x in p.parent.iterdir()) == ["f.bin"]
     assert hashlib.sha256(p.read_bytes()).hexdigest() == hashlib.sha256(b"de").hexdigest()
+
+
+# ------------------------------------------------------------------- reuse of test executions
+
+def _fake_execution(chapter: str, path: Path, **stamp_changes) -> None:
+    """A notebook as papermill would leave it after running ``chapter`` with default parameters."""
+    import jupytext
+    nb = jupytext.read(paths.CHAPTERS_DIR / f"{chapter}.md")
+    for i, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"out {i}\n")]
+        cell.execution_count = i + 1
+    nb.metadata["rnnbook"] = {"source_sha256": execute.source_hash(chapter),
+                              "code_version": paths.code_version(), "parameters": {},
+                              **stamp_changes}
+    nbformat.write(nb, path)
+
+
+@pytest.mark.parametrize(("change", "reused"), [
+    ({}, True), ({"code_version": "0" * 16}, False), ({"source_sha256": "0" * 64}, False),
+    ({"parameters": {"profile": "full"}}, False), ("error", False)])
+def test_book_reuses_only_fresh_clean_executions(tmp_path, change, reused):
+    chapter = paths.chapters()[0]
+    executed = tmp_path / "executed"
+    executed.mkdir()
+    _fake_execution(chapter, executed / f"{chapter}.ipynb", **(change if isinstance(change, dict) else {}))
+    if change == "error":
+        nb = nbformat.read(executed / f"{chapter}.ipynb", as_version=4)
+        nb.cells[-1].outputs = [nbformat.v4.new_output("error", ename="E", evalue="x", traceback=[])]
+        nbformat.write(nb, executed / f"{chapter}.ipynb")
+    config = tmp_path / "config.yml"
+    seeded = execute.seed_book_cache(executed, tmp_path / "cache", config)
+    assert (chapter in seeded) == reused
+    assert "execute_notebooks: cache" in config.read_text()

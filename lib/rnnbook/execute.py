@@ -76,11 +76,12 @@ def execute_chapter(chapter: str, parameters: dict[str, Any] | None = None,
     return claims.load(root / chapter / "claims.json"), out
 
 
-def seed_book_cache(executed_dir: Path = EXECUTED_DIR, cache_path: Path = BOOK_CACHE) -> list[str]:
+def seed_book_cache(executed_dir: Path = EXECUTED_DIR, cache_path: Path = BOOK_CACHE,
+                    config_path: Path = REUSE_CONFIG) -> list[str]:
     """Empty the book's execution cache, then fill it with the fresh executions in
     ``executed_dir``: those of default parameters, without errors, whose chapter source and library
-    code version are unchanged. Writes the book configuration that builds from this cache
-    (``_build/_config.reuse.yml``). Returns the chapters seeded; the build executes the others."""
+    code version are unchanged. Writes the book configuration that builds from this cache to
+    ``config_path``. Returns the chapters seeded; the book build executes the others."""
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
     from myst_nb.core.read import read_myst_markdown_notebook
@@ -111,5 +112,6 @@ def seed_book_cache(executed_dir: Path = EXECUTED_DIR, cache_path: Path = BOOK_C
         seeded.append(chapter)
     config = yaml.safe_load((BOOK_ROOT / "_config.yml").read_text())
     config["execute"].update(execute_notebooks="cache", cache=str(cache_path))
-    REUSE_CONFIG.write_text(yaml.safe_dump(config, sort_keys=False))
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     return seeded

@@ -568,10 +568,12 @@ def transition_check(rows: Sequence[dict], d_hat: int, gate: float, tol: float) 
     ks = sorted({r["k"] for r in rows})
     below = [k for k in ks if k < 2 * d_hat]
     above = [k for k in ks if k >= 2 * d_hat + 1]
-    med = {}
+    med, loss, n_ok = {}, {}, {}
     for k in ks:
         ok = [r["eps"] for r in rows if r["k"] == k and converged(r, gate)]
         med[k] = float(np.median(ok)) if ok else math.nan
+        loss[k] = max(r["loss"] for r in rows if r["k"] == k)
+        n_ok[k] = f"{len(ok)}/{sum(r['k'] == k for r in rows)}"
     runs_above = [r for r in rows if r["k"] in above]
     frac = np.mean([converged(r, gate) for r in runs_above]) if runs_above else 0.0
     judged_above = [k for k in above if all(converged(r, gate) for r in rows if r["k"] == k)]
@@ -580,20 +582,25 @@ def transition_check(rows: Sequence[dict], d_hat: int, gate: float, tol: float) 
     b = all(med[k] <= tol for k in judged_above)
     c = frac >= 2 / 3
     enough = bool(judged_below) and bool(judged_above) and c
-    return {"median_eps": med, "converged_frac_above": float(frac), "judged_below": judged_below,
+    return {"median_eps": med, "max_loss": loss, "converged": n_ok,
+            "converged_frac_above": float(frac), "judged_below": judged_below,
             "judged_above": judged_above, "a": a, "b": b, "c": c,
             "verdict": ("reproduced" if a and b else "not reproduced") if enough else "inconclusive",
             "passed": enough and a and b}
 
 
 def transition_table(checks: dict[tuple[int, int], dict]):
-    """The per-k medians of :func:`transition_check` results, one row per (d_hat, d)."""
+    """Per k: median eps_q over converged runs, the largest final loss and how many runs passed the
+    loss gate, for each (d_hat, d) of :func:`transition_check` results."""
+    ks = sorted({k for c in checks.values() for k in c["median_eps"]})
     rows = []
     for (dh, d), c in checks.items():
-        row = {"d_hat": dh, "d": d}
-        row.update({f"k={k}": v for k, v in c["median_eps"].items()})
-        row.update({"converged above": c["converged_frac_above"], "verdict": c["verdict"]})
-        rows.append(row)
+        for label, key in (("median eps (converged)", "median_eps"), ("largest final L", "max_loss"),
+                           ("converged runs", "converged")):
+            row = {"d_hat": dh, "d": d, "": label}
+            row.update({f"k={k}": c[key].get(k, "") for k in ks})
+            row["verdict"] = c["verdict"] if key == "median_eps" else ""
+            rows.append(row)
     return table(rows)
 
 
