@@ -18,7 +18,15 @@ def cfg(k=5, variant="sym_bal", steps=300, seed=1, lam=(1.0, -0.9), w=(0.5, 0.5)
 
 
 def test_closed_form_gradient_matches_autograd():
-    assert max(ex.gradient_check(seed=3).values()) <= 1e-12
+    check = ex.gradient_check(seed=3)
+    assert set(check) == {"symmetric", "non-symmetric", "upper-triangle update"}
+    assert max(check.values()) <= 1e-12
+
+
+def test_half_symmetrised_update_is_caught():
+    """The spec's trap: (G + G^T) / 2 is not the upper-triangle gradient, and C9 would see it."""
+    G = np.random.default_rng(0).normal(size=(1, 3, 3))
+    assert not np.allclose(np.triu(ex.sym_grad(G)), np.triu((G + G.swapaxes(1, 2)) / 2))
 
 
 def test_sym_grad_is_the_upper_triangle_update():
@@ -81,8 +89,8 @@ def test_transition_check_can_fail_and_be_inconclusive():
 def test_spearman_link_fails_when_eps_rises():
     good = {"ck_loss": np.array([1e-4, 1e-6, 1e-8]), "ck_eps": np.array([1e-1, 1e-2, 1e-3])}
     bad = {"ck_loss": np.array([1e-4, 1e-6, 1e-8]), "ck_eps": np.array([1e-3, 1e-2, 1e-1])}
-    assert ex.spearman_link([good])["passed"]
-    assert not ex.spearman_link([good, bad, bad])["passed"]
+    assert ex.spearman_link([good])["meets_rule"]
+    assert not ex.spearman_link([good, bad, bad])["meets_rule"]
 
 
 def test_diagonal_gradient_matches_autograd():
