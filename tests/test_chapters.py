@@ -16,6 +16,8 @@ BAD_PARAMETERS = {
     "extrapolation": [({"profile": "fast"}, "profile"), ({"d": 3}, "d"),
                       ({"d_hat": [2], "teacher_eigs": [[1.0, 1.0]]}, "teacher_eigs"),
                       ({"init_scale": -1.0}, "init_scale")],
+    "learning_dynamics": [({"T": 0}, "T"), ({"lr": 0}, "lr"), ({"steps": 0}, "steps"),
+                          ({"b0": 0}, "b0")],
 }
 
 
