@@ -18,6 +18,8 @@ BAD_PARAMETERS = {
                       ({"init_scale": -1.0}, "init_scale")],
     "learning_dynamics": [({"T": 0}, "T"), ({"lr": 0}, "lr"), ({"steps": 0}, "steps"),
                           ({"b0": 0}, "b0")],
+    "curse_of_memory": [({"rho": 2}, "rho"), ({"nu0_values": [0.5, 1.0]}, "nu0_values"),
+                        ({"steps": 0}, "steps"), ({"hidden_size": 63}, "hidden_size")],
 }
 
 
