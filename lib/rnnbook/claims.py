@@ -34,6 +34,9 @@ class Claim:
     verdict: str
     passed: bool
 
+    def __repr__(self) -> str:  # what a chapter cell shows after recording a claim
+        return f"{self.id}: {self.verdict} ({'check passed' if self.passed else 'check FAILED'})"
+
 
 def to_json(value: Any) -> Any:
     """Plain JSON for numbers, arrays and containers; non-finite floats become "inf"/"-inf"/"nan"."""
