@@ -1,0 +1,66 @@
+"""Stable recurrent models (Miller & Hardt, ICLR 2019): the stable set and the projections onto it.
+
+Serves the chapter "stable_models" (spec §3). A recurrent model :math:`h_t = \\phi_w(h_{t-1}, x_t)`
+is *stable* when :math:`\\phi_w` contracts in :math:`h` (Def. 1). For the tanh RNN
+:math:`h_t = \\tanh(Wh_{t-1} + Ux_t + b)` a sufficient condition is :math:`\\|W\\|_2 < 1`; projected
+SGD keeps :math:`W` in :math:`\\{\\|W\\|_2 \\le 1\\}` after every step (App. C). For the LSTM, the
+sufficient :math:`\\ell_\\infty` conditions of Prop. 2 become row-sum bounds on each recurrent block
+(and on the forget gate's input block :math:`U_f`), enforced by rescaling rows.
+"""
+from __future__ import annotations
+
+import torch
+
+# Row-sum bounds c of the stable LSTM (spec §3), per gate of PyTorch's (i, f, g=z, o) layout.
+LSTM_W_BOUNDS = {"i": 0.395, "f": 0.155, "z": 0.099, "o": 0.395}
+LSTM_U_F_BOUND = 0.25
+LSTM_CONSTRAINTS = ("row", "col_fork")
+GATES = ("i", "f", "z", "o")
+
+
+def spectral_norm(W: torch.Tensor) -> torch.Tensor:
+    """:math:`\\|W\\|_2` over the last two dimensions (batched)."""
+    return torch.linalg.matrix_norm(W, ord=2)
+
+
+def project_spectral(W: torch.Tensor, max_norm: float = 1.0) -> torch.Tensor:
+    """App. C: :math:`P(W) = U_W \\mathrm{diag}(\\min(\\sigma_i, 1)) V_W^\\top`, the Frobenius-nearest
+    point of :math:`\\{\\|W\\|_2 \\le 1\\}` (batched over leading dimensions)."""
+    U, S, Vh = torch.linalg.svd(W, full_matrices=False)
+    return (U * S.clamp(max=max_norm).unsqueeze(-2)) @ Vh
+
+
+def project_spectral_(W: torch.Tensor, max_norm: float = 1.0) -> None:
+    """Project ``W`` in place (under ``no_grad``); the SVD is skipped when ``W`` is already feasible."""
+    with torch.no_grad():
+        if spectral_norm(W).max() > max_norm:
+            W.copy_(project_spectral(W, max_norm))
+
+
+def _rescale(block: torch.Tensor, c: float, mode: str) -> torch.Tensor:
+    """Rows (``row``: :math:`\\min(1, c/\\sum_j|W_{ij}|)`) or columns (``col_fork``: always
+    :math:`c/\\sum_i|W_{ij}|`, as the authors' fork does) of one block, rescaled."""
+    if mode == "row":
+        return block * (c / block.abs().sum(1, keepdim=True).clamp(min=1e-30)).clamp(max=1.0)
+    return block * (c / block.abs().sum(0, keepdim=True).clamp(min=1e-30))
+
+
+def constrain_lstm(weight_hh: torch.Tensor, weight_ih: torch.Tensor, mode: str = "row"
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The stable LSTM's constraint (spec §3, ``constrain_lstm``) on PyTorch's stacked
+    ``weight_hh`` (4H×H, gates i, f, z, o) and ``weight_ih`` (4H×m; only :math:`U_f` is bounded)."""
+    if mode not in LSTM_CONSTRAINTS:
+        raise ValueError(f"lstm_constraint must be one of {LSTM_CONSTRAINTS}, got {mode!r}")
+    blocks = weight_hh.chunk(4, dim=0)
+    weight_hh = torch.cat([_rescale(b, LSTM_W_BOUNDS[g], mode) for g, b in zip(GATES, blocks)])
+    U_i, U_f, U_z, U_o = weight_ih.chunk(4, dim=0)
+    weight_ih = torch.cat([U_i, _rescale(U_f, LSTM_U_F_BOUND, mode), U_z, U_o])
+    return weight_hh, weight_ih
+
+
+def constrain_lstm_(lstm: torch.nn.LSTM, mode: str = "row") -> None:
+    """Apply :func:`constrain_lstm` in place to a one-layer ``nn.LSTM`` after an SGD step."""
+    with torch.no_grad():
+        W, U = constrain_lstm(lstm.weight_hh_l0, lstm.weight_ih_l0, mode)
+        lstm.weight_hh_l0.copy_(W)
+        lstm.weight_ih_l0.copy_(U)
