@@ -424,6 +424,7 @@ class Settings:
     scales: tuple[float, ...]  # F5 init scales
     gru_hidden: int
     gru_steps: int
+    gru_batch: int
     gru_ks: list[int]
     gru_seeds: int
     chunk_size: int | None
@@ -469,6 +470,7 @@ def resolve(profile: str, d, d_hat, k_values, teacher_eigs, teacher_weights, ini
         scales=pick((1e-1, 1e-2, 1e-3), (1e-1, 1e-2, 1e-3, 1e-4)),
         gru_hidden=params.integer("gru_hidden", gru_hidden if gru_hidden is not None else pick(16, 64), lo=1),
         gru_steps=params.integer("gru_steps", gru_steps if gru_steps is not None else pick(2000, 5000), lo=1),
+        gru_batch=pick(128, 256),  # quick: half the batch, 30% less time, same C8 verdict in our pilot
         gru_ks=pick([2, 4, 6, 8, 10], list(range(1, 13))), gru_seeds=pick(6, 8),
         chunk_size=pick(None, 64))
 
@@ -804,7 +806,7 @@ GRU_LENGTHS = (20, 40)
 
 
 def gru_sweep(cache, ks: Sequence[int], n_seeds: int, seed: int, hidden: int, steps: int,
-              device, progress) -> dict[str, np.ndarray]:
+              batch: int, device, progress) -> dict[str, np.ndarray]:
     """F3/C8: GRU students for every (k, seed), one batched program (:mod:`rnnbook.gru`), cached.
     Returns flat arrays: k, train_rel_loss, rel_mse_L and beyond_L for L in (20, 40), and the
     silent-beyond-k reference ref_L."""
@@ -813,10 +815,11 @@ def gru_sweep(cache, ks: Sequence[int], n_seeds: int, seed: int, hidden: int, st
     h_hat = teacher_impulse(*GRU_TEACHER, max(GRU_LENGTHS))
     run_k = [k for k in ks for _ in range(n_seeds)]
     seeds = [run_seed(seed, "gru", k, i) for k in ks for i in range(n_seeds)]
-    config = {"teacher": GRU_TEACHER, "ks": run_k, "seeds": seeds, "hidden": hidden, "steps": steps}
+    config = {"teacher": GRU_TEACHER, "ks": run_k, "seeds": seeds, "hidden": hidden, "steps": steps,
+              "batch": batch}
 
     def compute() -> dict[str, np.ndarray]:
-        res = train_gru_students(h_hat, run_k, seeds, hidden, steps, device=device,
+        res = train_gru_students(h_hat, run_k, seeds, hidden, steps, batch=batch, device=device,
                                  progress=progress)
         out = {"k": res.k, "seed_index": np.arange(len(run_k)) % n_seeds,
                "train_rel_loss": res.train_rel_loss}
@@ -942,8 +945,8 @@ def settings_table(S: Settings, profile: str):
         {"setting": "horizon q of eps_q", "value": S.horizon_q},
         {"setting": "loss gate; eps tolerance above 2 d_hat", "value": f"{S.gate:g}; {S.tol:g}"},
         {"setting": "F5 init scales", "value": list(S.scales)},
-        {"setting": "GRU: hidden size H, Adam steps, seeds per k, k values",
-         "value": f"{S.gru_hidden}, {S.gru_steps}, {S.gru_seeds}, {S.gru_ks}"},
+        {"setting": "GRU: hidden size H, Adam steps, batch, seeds per k, k values",
+         "value": f"{S.gru_hidden}, {S.gru_steps}, {S.gru_batch}, {S.gru_seeds}, {S.gru_ks}"},
     ])
 
 
