@@ -11,6 +11,8 @@ import torch
 
 import rnnbook
 import rnnbook.curse_of_memory as cm
+import rnnbook.curse_of_memory_signal as cs
+import rnnbook.curse_of_memory_theory as ct
 
 RHOS = (0.0, 0.5, 0.9, 1.0)
 
@@ -264,3 +266,161 @@ def test_c11_check_can_fail():
     assert cm.c11_check([1, 4, 16, 32], [2.0, 0.1, 0.05, 1e-3], True)["passed"]
     assert not cm.c11_check([1, 4, 16, 32], [2.0, 0.1, 0.05, 0.1], True)["passed"]  # 20x only
     assert not cm.c11_check([1, 4, 16, 32], [1e-3, 0.1, 0.05, 2.0], True)["passed"]
+
+
+# ----------------------------------------------------------------------------- optimisers (E1)
+@pytest.mark.parametrize("kind", ["sgd", "adamw", "adam"])
+def test_optimizer_step_matches_torch(kind):
+    torch.manual_seed(1)
+    p0 = torch.randn(2, 5, dtype=torch.float64)
+    ref = torch.nn.Parameter(p0[1].clone())
+    opt = {"sgd": lambda q: torch.optim.SGD(q, lr=1e-2, momentum=0.9),
+           "adamw": lambda q: torch.optim.AdamW(q, lr=1e-2, weight_decay=1e-2),
+           "adam": lambda q: torch.optim.Adam(q, lr=1e-2)}[kind]([ref])
+    p = {"w": p0.clone()}
+    st = {"w": (torch.zeros_like(p0), torch.zeros_like(p0))}
+    lr = torch.full((2,), 1e-2, dtype=torch.float64)
+    sgd = torch.tensor([False, kind == "sgd"])
+    mom = torch.tensor([0.0, 0.9 if kind == "sgd" else 0.0], dtype=torch.float64)
+    wd = torch.tensor([0.0, 1e-2 if kind == "adamw" else 0.0], dtype=torch.float64)
+    for k in range(1, 6):
+        g = torch.randn(2, 5, dtype=torch.float64)
+        ref.grad = g[1].clone()
+        opt.step()
+        cm.optimizer_step(p, {"w": g}, st, lr, k, sgd, mom, wd)
+    assert torch.allclose(p["w"][1], ref.detach(), rtol=1e-12, atol=1e-14)
+
+
+def test_best_lr_ignores_other_optimisers_and_f10_configs():
+    rows = [{"model": "RNN", "nu0": 0.9, "lr": 1e-3, "schedule": "cosine", "opt": "adam", "final": 1.0},
+            {"model": "RNN", "nu0": 0.9, "lr": 1e-2, "schedule": "cosine", "opt": "sgd", "final": 1e-5}]
+    assert cm.best_lr(rows, model="RNN", nu0=0.9)["loss"] == 1.0
+    S = cm.resolve("quick", [0.0], None, 300, 64, None, None, None)
+    specs = {"LRU": cm.ModelSpec("LRU", "diag", 64),
+             "complex diag": cm.ModelSpec("complex diag", "diag", 64, param="default", gamma="none")}
+    cfgs, names = cm.f10_configs(specs, S, 0.99, [0])
+    assert len(cfgs) == len(set(cfgs)) == 7  # LRU: 0.1 at pi + 2 lrs x 2 small theta0; c-diag: 2
+    assert names["LRU", math.pi][0] == "LRU" and names["complex diag", math.pi] == ["complex diag"]
+
+
+# ----------------------------------------------------------------------------- K7, F7, F10
+def test_block_H_matches_autograd_and_monte_carlo():
+    r = ct.block_H_check(seed=1, seqs=4096)
+    assert r["autograd rel. err"] < 1e-10 and r["MC rel. err"] < 0.08
+    H = ct.theory_hessian(0.1, seed=0)
+    assert np.allclose(H, H.T, atol=1e-8 * abs(H).max())
+
+
+def test_f7_curvature_limits():
+    c = ct.f7_curvatures(np.array([1 - 1e-4]))
+    assert c["exp"][0, 0] == pytest.approx(0.25, rel=1e-3)  # exp flattens the modulus
+    assert c["opt"][0, 1] == pytest.approx(1.0, rel=1e-3)  # opt flattens the phase
+    assert c["polar"][0, 1] > 1e6 and c["exp"][0, 1] > 1e6
+    for name in ("polar", "exp", "opt"):
+        w = torch.tensor(ct.omega_of(name, 0.9, 0.7), dtype=torch.float64)
+        lam = complex(ct.param_lambda(name, w[0], w[1]))
+        assert lam == pytest.approx(0.9 * np.exp(0.7j), abs=1e-12)
+
+
+# ----------------------------------------------------------------------------- F6, F12 (signal module)
+def test_substitute_inputs_autocorrelation():
+    x = cs.substitute_inputs(16, 2048, 32, torch.Generator().manual_seed(0), dtype=torch.float64)
+    fit = cs.fit_autocorrelation(cs.autocorrelation(x, 400))
+    assert fit["a0"] == pytest.approx(0.332, rel=0.03)
+    assert fit["a1"] == pytest.approx(0.0431, rel=0.15)
+    assert fit["rho"] == pytest.approx(0.997, abs=1e-3)
+
+
+def test_diag_layer_scan_equals_recurrence():
+    gen = torch.Generator().manual_seed(0)
+    for kind in ("c-diag", "LRU"):
+        p = cs.init_deep(kind, [3.0, 30.0], 4, 4, gen, layers=1, dtype=torch.float64)
+        lay = p["layers"][0]
+        u = torch.randn(2, 3, 37, 4, generator=gen, dtype=torch.float64)
+        lam = cs._lambda(kind, lay)[:, None, :]
+        Bm = torch.complex(lay["B_re"], lay["B_im"])
+        if kind == "LRU":
+            Bm = torch.exp(lay["gamma"])[..., None] * Bm
+        C = torch.complex(lay["C_re"], lay["C_im"])
+        h = torch.zeros(2, 3, 4, dtype=torch.complex128)
+        ys = []
+        for t in range(37):
+            h = lam * h + torch.einsum("rij,rnj->rni", Bm, u[:, :, t].to(Bm.dtype))
+            ys.append(torch.einsum("roi,rni->rno", C, h).real)
+        ref = torch.stack(ys, 2) + lay["D"] * u
+        assert torch.allclose(cs.diag_layer(kind, lay, u), ref, rtol=1e-10, atol=1e-10)
+
+
+def test_normalise():
+    x = 5 + 3 * torch.randn(3, 4, 6, 8, dtype=torch.float64)
+    y = cs.normalise(x, torch.tensor([0, 1, 2]))
+    assert torch.equal(y[0], x[0])
+    assert torch.allclose(y[1].mean(-1), torch.zeros(4, 6, dtype=torch.float64), atol=1e-10)
+    assert torch.allclose(y[2].mean((0, 1)), torch.zeros(8, dtype=torch.float64), atol=1e-10)
+    with pytest.raises(ValueError):
+        cs.signal_propagation("c-diag", [1.0, 2.0], ["layer", "none"], x[0, :, :, :4].float(), 4, 4, 0)
+
+
+def test_gru_jacobian_against_autograd():
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 5, 4, generator=gen, dtype=torch.float64)
+    J = cs.gru_jacobian((16,), (0.0, 1.0), x, 5, torch.Generator().manual_seed(1))
+    assert J["off"][0].max() == 0.0 and J["off"][1].max() > 0
+    # the sigma_h = 1 network rebuilt, its Jacobian by autograd
+    g = torch.Generator().manual_seed(1)
+    R, d = 2, 4
+    bz = torch.log(1 + torch.rand(R, d, generator=g, dtype=torch.float64) * 15)
+    Wi = torch.randn(R, 3, d, d, generator=g, dtype=torch.float64) * math.sqrt(2 / d)
+    Q = torch.linalg.qr(torch.randn(R, 3, d, d, generator=g, dtype=torch.float64))[0][1]
+
+    def run(h0):
+        h = h0
+        for t in range(5):
+            a = torch.einsum("nj,gji->gni", x[:, t], Wi[1])
+            gh = torch.einsum("nj,gji->gni", h, Q)
+            r = torch.sigmoid(a[0] + gh[0])
+            z = torch.sigmoid(a[1] + bz[1] + gh[1])
+            n = torch.tanh(a[2] + r * gh[2])
+            h = (1 - z) * n + z * h
+        return h
+
+    Ja = torch.autograd.functional.jacobian(lambda h0: run(h0.reshape(2, d)).sum(0), torch.zeros(2 * d,
+                                            dtype=torch.float64)).reshape(d, 2, d).permute(1, 0, 2)
+    dg = torch.diagonal(Ja.abs(), dim1=-2, dim2=-1).mean()
+    assert float(dg) == pytest.approx(J["diag"][1, -1], rel=1e-10)
+
+
+def test_gru_theory_and_moments():
+    b = torch.tensor([-0.5, 0.0, 2.0, 5.0], dtype=torch.float64)
+    th = cs.gru_theory(b)
+    lam = torch.sigmoid(b)
+    ref = sum(a * (1 - lam) ** 2 * cm.f_corr(lam, lam, r) for a, r in zip(cs.SUB_RHO0, cs.SUB_RHO))
+    assert torch.allclose(th["var_h"], ref, rtol=1e-12)
+    # d_alpha d_beta aux by finite differences
+    e = 1e-4
+    fd = (cs.aux(lam + e, lam + e) - cs.aux(lam + e, lam - e) - cs.aux(lam - e, lam + e)
+          + cs.aux(lam - e, lam - e)) / (4 * e * e)
+    assert torch.allclose(th["var_dbh"], fd * (lam * (1 - lam)) ** 2, rtol=1e-3)
+    gen = torch.Generator().manual_seed(0)
+    x = cs.substitute_inputs(20, 1200, 32, gen, dtype=torch.float64)
+    m = cs.gru_moments(["constant", "x+h"], x, 30.0, 600, gen, probes=4)
+    t = cs.gru_theory(torch.tensor(m["b"]))
+    ratio = (m["var_h"][0] / m["w2"]).mean() / t["var_h"].numpy().mean()
+    assert 0.8 < ratio < 1.25
+    assert np.isnan(m["var_dbh"][1, 4:]).all() and np.isfinite(m["var_dbh"][1, :4]).all()
+
+
+def test_signal_claim_checks_can_fail():
+    g = {"none": np.array([1.0, 1e4]), "layer": np.array([1.0, 50.0]), "batch": np.array([1.0, 2.0])}
+    assert cs.c7_check(g)["verdict"] == "reproduced"
+    assert cs.c7_check({**g, "layer": np.array([1.0, 500.0])})["verdict"] == "partly"
+    assert not cs.c7_check({**g, "layer": np.array([1.0, 5e3])})["passed"]
+    taus = [1.0, 10.0, 100.0]
+    act = {"c-diag": np.array([[1.0], [10], [1e3]]), "LRU": np.ones((3, 1)), "GRU": np.ones((3, 1))}
+    assert cs.c8_check(act, taus)["passed"]
+    assert not cs.c8_check({**act, "LRU": np.array([[1.0], [1], [20]])}, taus)["passed"]
+    assert not cs.c8_check({**act, "c-diag": np.ones((3, 1))}, taus)["passed"]
+    assert cs.c9_check(0.0, np.array([0.9, 1.3]), True)["passed"]
+    assert not cs.c9_check(1e-3, np.array([1.0]), True)["passed"]
+    assert not cs.c9_check(0.0, np.array([0.6]), True)["passed"]
+    assert not cs.c9_check(0.0, np.array([1.3]), False)["passed"]

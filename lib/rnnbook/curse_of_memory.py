@@ -31,6 +31,8 @@ RHO_DEFAULT = (0.0, 0.9, 0.99, 0.999, 1.0)
 NU0_FULL = (0.36, 0.68, 0.84, 0.92, 0.96, 0.98, 0.99)
 LRS_FULL = {"RNN": (3.2e-3, 1e-3, 3.2e-4, 1e-4, 3.2e-5), "LRU": (0.32, 0.1, 3.2e-2, 1e-2, 3.2e-3)}
 MODELS = ("RNN", "LRU")
+E1_LRS = {"RNN": (1e-4, 1e-3), "LRU": (1e-4, 1e-3)}  # E1: SGD + momentum .9 (our choice, pilot)
+E1_NU0 = (0.84, 0.99)
 
 
 # ============================================================================ parameters
@@ -55,6 +57,14 @@ class Settings:
     f9_grid: tuple[int, int] = (100, 250)
     f8_steps: int = 5000
     hess_terms: int = 4096
+    theta0s: list[float] = field(default_factory=list)  # F10 phase ranges (teacher = student)
+    f10_lrs: list[float] = field(default_factory=list)  # F10: the LRU's learning rates
+    f10_lrs_small: list[float] = field(default_factory=list)  # ... at theta0 < pi
+    f6: dict[str, int] = field(default_factory=dict)  # F6: d_in, d, tokens, seqs, batch
+    f12: dict[str, int] = field(default_factory=dict)  # F12: d, samples, length, burn, jac_steps
+    e1_lrs: dict[str, list[float]] = field(default_factory=dict)  # E1: SGD (momentum .9) lrs
+    e1_steps: int = 250  # E1 runs (their own program; our choice in the quick profile)
+    e1_batch: int = 32
 
 
 def resolve(profile, rho, nu0_values, T, hidden_size, steps, lrs, seeds) -> Settings:
@@ -101,7 +111,16 @@ def resolve(profile, rho, nu0_values, T, hidden_size, steps, lrs, seeds) -> Sett
                     ablation_lr={"block 32x2": 3.2e-3, "block 64x2": 1e-2, "complex diag": 1e-2,
                                  "+ gamma": 1e-2},
                     f9_grid=(200, 500) if full else (100, 250), f8_steps=50_000 if full else 5000,
-                    hess_terms=4096)
+                    hess_terms=4096,
+                    theta0s=[math.pi, 0.1 * math.pi, 0.01 * math.pi] if not full else
+                    [math.pi, 10 ** -0.5 * math.pi, 0.1 * math.pi, 10 ** -1.5 * math.pi, 0.01 * math.pi],
+                    f10_lrs=sorted(set(lrs["LRU"]) | {0.1}),
+                    f10_lrs_small=sorted(set(lrs["LRU"]) | {0.1}) if full else sorted({max(lrs["LRU"]), 0.1}),
+                    f6=dict(d_in=768, d=256, tokens=512, seqs=128, batch=16) if full else
+                    dict(d_in=64, d=64, tokens=128, seqs=16, batch=16),
+                    f12=dict(d=256, samples=100, length=4096, burn=2048, jac_steps=256) if full else
+                    dict(d=64, samples=20, length=2048, burn=1536, jac_steps=64),
+                    e1_lrs=E1_LRS, e1_steps=steps if full else 250, e1_batch=128 if full else 32)
 
 
 # ============================================================================ closed forms (K1-K5)
@@ -511,7 +530,9 @@ TEACHER_SPEC = ModelSpec("teacher", "dense", 10)
 # ---------------------------------------------------------------------------- training
 @dataclass(frozen=True)
 class RunCfg:
-    """One training run: a student ``spec`` on the teacher of ``nu0`` (θ0 ``teacher_theta0``)."""
+    """One training run: a student ``spec`` on the teacher of ``nu0`` (θ0 ``teacher_theta0``),
+    trained by ``opt`` ("adam", "adamw" with decoupled ``weight_decay``, or "sgd" with
+    ``momentum``; E1)."""
 
     spec: ModelSpec
     nu0: float
@@ -519,34 +540,52 @@ class RunCfg:
     seed: int
     teacher_theta0: float = math.pi
     schedule: str = "cosine"  # or "constant" (the effective-lr probe of F5 follows a constant lr)
+    opt: str = "adam"
+    momentum: float = 0.0
+    weight_decay: float = 0.0
 
 
-def adam_step(p: dict, g: dict, st: dict, lr: torch.Tensor, k: int, betas=(0.9, 0.999),
-              eps: float = 1e-8) -> None:
-    """One Adam step on stacked parameters with a per-run learning rate ``lr`` (R,) (the update
-    :func:`train` applies to each parameter group)."""
+def optimizer_step(p: dict, g: dict, st: dict, lr: torch.Tensor, k: int, sgd: torch.Tensor,
+                   momentum: torch.Tensor, wd: torch.Tensor, betas=(0.9, 0.999),
+                   eps: float = 1e-8) -> None:
+    """One step on stacked parameters with per-run (R,) learning rate ``lr``, optimiser
+    (``sgd`` True: SGD with ``momentum``, torch's convention :math:`m\\leftarrow\\mu m+g`,
+    :math:`\\theta\\leftarrow\\theta-\\eta m`; else Adam) and decoupled weight decay ``wd``
+    (AdamW: :math:`\\theta\\leftarrow\\theta(1-\\eta\\,wd)` first). SGD keeps its momentum in Adam's
+    first-moment buffer."""
     b1, b2 = betas
     with torch.no_grad():
         for n, t in p.items():
             m, v = st[n]
-            m.mul_(b1).add_(g[n], alpha=1 - b1)
+            shape = (-1, *[1] * (t.dim() - 1))
+            s_, mu = sgd.reshape(shape), momentum.reshape(shape)
+            m.copy_(torch.where(s_, mu * m + g[n], b1 * m + (1 - b1) * g[n]))
             v.mul_(b2).addcmul_(g[n], g[n], value=1 - b2)
-            step = lr.reshape(-1, *[1] * (t.dim() - 1)) / (1 - b1 ** k)
-            t.sub_(step * m / ((v / (1 - b2 ** k)).sqrt() + eps))
+            adam = m / (1 - b1 ** k) / ((v / (1 - b2 ** k)).sqrt() + eps)
+            t.mul_(1 - (lr * wd).reshape(shape))
+            t.sub_(lr.reshape(shape) * torch.where(s_, m, adam))
+
+
+def group_lr_batched(m: torch.Tensor, v: torch.Tensor, k: int, lr: torch.Tensor) -> torch.Tensor:
+    """K6 per run: the authors' aggregate :func:`group_lr` of :func:`adam_effective_lr` over each
+    run's entries of one parameter group (R, ...) -> (R,)."""
+    eff = adam_effective_lr(m, v, k, lr.reshape(-1, *[1] * (m.dim() - 1)))
+    return 10 ** torch.log10(eff.clamp(min=0) + 1e-8).reshape(len(eff), -1).mean(1)
 
 
 def train(cfgs: Sequence[RunCfg], T: int, steps: int, batch: int, tail: int = 100,
           device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32,
-          progress: Callable[[Iterable], Iterable] = iter) -> dict[str, np.ndarray]:
+          progress: Callable[[Iterable], Iterable] = iter, probes: int = 50) -> dict[str, np.ndarray]:
     """Train R runs of any architectures as one tensor program (spec §3, §9). Each architecture
     computes the impulse responses of its runs (:func:`kernel`); all kernels, minus the teacher's,
     go through ONE causal convolution (:func:`causal_conv`) on fresh N(0,1) inputs drawn per run
     and step from the run's own generator; loss :math:`\\tfrac12\\mathrm{mean}_{b,t}(\\hat y-y)^2`;
-    batched Adam with a per-run lr, cosine-decayed to 1e-7 or constant (per run). float32 by default
-    (losses are trustworthy above about 1e-10, spec §9). Returns, in the order of ``cfgs``, the final
-    loss (mean of the last ``tail`` steps; inf if it diverged), thinned loss curves and Adam's
-    effective lr per parameter group (K6: ``eff_<name>``, the authors' aggregate; NaN where a group
-    does not exist)."""
+    per-run optimiser and lr (:func:`optimizer_step`), cosine-decayed to 1e-7 or constant. float32 by
+    default (losses are trustworthy above about 1e-10, spec §9). Returns, in the order of ``cfgs``,
+    the final loss (mean of the last ``tail`` steps; inf if it diverged), thinned loss curves and
+    Adam's effective lr per parameter group (K6, the authors' aggregate: ``eff_<name>`` at the end;
+    ``effhist_<name>``, per unit learning rate, :math:`\\eta_{eff}/\\eta`, at ``probes`` evenly spaced
+    steps ``probe_steps``; NaN where a group does not exist or the run is SGD)."""
     dev = torch.device(device)
     groups: dict[ModelSpec, list[int]] = {}
     for i, c in enumerate(cfgs):
@@ -562,8 +601,11 @@ def train(cfgs: Sequence[RunCfg], T: int, steps: int, batch: int, tail: int = 10
     with torch.no_grad():
         K_star = kernel(TEACHER_SPEC, tp, T)
     D_star = tp["D"]
-    lr0 = torch.tensor([cfgs[i].lr for i in order], dtype=dtype, device=dev)
-    cosine = torch.tensor([cfgs[i].schedule == "cosine" for i in order], device=dev)
+    run_t = lambda f: torch.tensor([f(cfgs[i]) for i in order], device=dev)  # noqa: E731
+    lr0 = run_t(lambda c: c.lr).to(dtype)
+    cosine = run_t(lambda c: c.schedule == "cosine")
+    sgd, mom = run_t(lambda c: c.opt == "sgd"), run_t(lambda c: c.momentum).to(dtype)
+    wd = run_t(lambda c: c.weight_decay if c.opt == "adamw" else 0.0).to(dtype)
     gens = [torch.Generator().manual_seed(20_000 + cfgs[i].seed) for i in order]
     flat = [(spec, n, t) for spec, p in P.items() for n, t in p.items()]
     st = {spec: {n: (torch.zeros_like(t), torch.zeros_like(t)) for n, t in p.items()}
@@ -573,6 +615,9 @@ def train(cfgs: Sequence[RunCfg], T: int, steps: int, batch: int, tail: int = 10
         offsets[spec] = slice(o, o + len(idx))
         o += len(idx)
     R = len(cfgs)
+    names = sorted({n for _, n, _ in flat})
+    probe_at = set(np.linspace(1, steps, probes).round().astype(int).tolist())
+    hist = {n: np.full((R, len(probe_at)), np.nan) for n in names}
     losses = np.zeros((R, steps))
     x = torch.empty(R, batch, T, dtype=dtype)
     for k in progress(range(1, steps + 1)):
@@ -592,22 +637,24 @@ def train(cfgs: Sequence[RunCfg], T: int, steps: int, batch: int, tail: int = 10
             sl = offsets[spec]
             g = {n: torch.nan_to_num(gd[spec, n]) * ok[sl].reshape(-1, *[1] * (t.dim() - 1))
                  for n, t in p.items()}
-            adam_step(p, g, st[spec], lr[sl], k)
+            optimizer_step(p, g, st[spec], lr[sl], k, sgd[sl], mom[sl], wd[sl])
+            if k in probe_at:
+                j = sorted(probe_at).index(k)
+                for n in p:  # per unit learning rate: eta_eff / eta
+                    hist[n][sl, j] = group_lr_batched(*st[spec][n], k, torch.ones_like(lr[sl])).cpu().numpy()
         losses[:, k - 1] = loss.detach().cpu().numpy()
-    names = sorted({n for _, n, _ in flat})
     eff = {n: np.full(R, np.nan) for n in names}
     for spec, n, _ in flat:
-        m, v = st[spec][n]
         sl = offsets[spec]
-        for j in range(sl.start, sl.stop):
-            eff[n][j] = group_lr(adam_effective_lr(m[j - sl.start], v[j - sl.start], steps,
-                                                   float(lr0[j])))
+        eff[n][sl] = group_lr_batched(*st[spec][n], steps, lr0[sl]).cpu().numpy()
+    is_sgd = sgd.cpu().numpy()
     final = losses[:, -tail:].mean(1)
     final = np.where(np.isfinite(final), final, np.inf)
     inv = np.argsort(order)  # back to the order of cfgs
-    out = {"final": final[inv], "curve": _thin(losses)[inv]}
+    out = {"final": final[inv], "curve": _thin(losses)[inv], "probe_steps": np.array(sorted(probe_at))}
     for n in names:
-        out[f"eff_{n}"] = eff[n][inv]
+        eff[n][is_sgd], hist[n][is_sgd] = np.nan, np.nan
+        out[f"eff_{n}"], out[f"effhist_{n}"] = eff[n][inv], hist[n][inv]
     return out
 
 
@@ -625,24 +672,29 @@ def sweep(cache, name: str, cfgs: Sequence[RunCfg], S: Settings, device, progres
     steps = steps or S.steps
     batch = batch or S.batch
     config = {"steps": steps, "T": S.T, "batch": batch, "tail": S.tail,
-              "runs": [(c.spec.__dict__, c.nu0, c.lr, c.seed, c.teacher_theta0, c.schedule)
-                       for c in cfgs]}
+              "runs": [(c.spec.__dict__, c.nu0, c.lr, c.seed, c.teacher_theta0, c.schedule, c.opt,
+                        c.momentum, c.weight_decay) for c in cfgs]}
     res = cache.cached(name, config, lambda: train(cfgs, S.T, steps, batch, S.tail, device,
                                                    progress=progress))
     rows = []
     for j, c in enumerate(cfgs):
         row = {"model": c.spec.name, "nu0": c.nu0, "lr": c.lr, "seed": c.seed,
-               "theta0": c.teacher_theta0, "schedule": c.schedule, "final": float(res["final"][j]),
-               "curve": res["curve"][j]}
+               "theta0": c.teacher_theta0, "schedule": c.schedule, "opt": c.opt,
+               "momentum": c.momentum, "final": float(res["final"][j]), "curve": res["curve"][j],
+               "probe_steps": res["probe_steps"]}
         for k, v in res.items():
             if k.startswith("eff_") and np.isfinite(v[j]):
                 row[k] = float(v[j])
+            if k.startswith("effhist_") and np.any(np.isfinite(v[j])):
+                row[k] = v[j]
         rows.append(row)
     return rows
 
 
 def best_lr(rows: Sequence[dict], **match) -> dict:
-    """Per (model, nu0, ...): the lr with the lowest mean final loss over seeds; returns mean, s.e.m."""
+    """Per (model, nu0, ...): the lr with the lowest mean final loss over seeds (Adam runs unless
+    ``opt`` is given); returns mean, s.e.m."""
+    match.setdefault("opt", "adam")
     sel = [r for r in rows if r["schedule"] == "cosine" and all(r[k] == v for k, v in match.items())]
     by_lr: dict[float, list[float]] = {}
     for r in sel:
@@ -652,6 +704,86 @@ def best_lr(rows: Sequence[dict], **match) -> dict:
     v = np.array(by_lr[lr])
     sem = float(v.std(ddof=1) / math.sqrt(len(v))) if len(v) > 1 else 0.0
     return {"lr": lr, "loss": means[lr], "sem": sem, "n": len(v)}
+
+
+# ============================================================================ F10, E1 configurations
+def f10_configs(specs: dict[str, ModelSpec], S: Settings, nu0: float, seeds: Sequence[int]
+                ) -> tuple[list[RunCfg], dict[tuple[str, float], list[str]]]:
+    """F10 (Fig. 10): LRU and complex-diagonal students whose phases (and the teacher's) lie in
+    [-θ0, θ0], for every θ0 of ``S.theta0s``; the LRU at the learning rates ``S.f10_lrs`` (at
+    θ0 < π only ``S.f10_lrs_small``: small phases allow larger ones), the complex diagonal network at
+    its ablation lr. Runs that F3 and the
+    ablation already made (θ0 = π) are not repeated. Returns the configs and, per (model, θ0), the
+    model names whose runs make up its learning-rate grid."""
+    lrs = {"LRU": S.f10_lrs, "complex diag": [S.ablation_lr["complex diag"]]}
+    small = {"LRU": S.f10_lrs_small, "complex diag": lrs["complex diag"]}
+    done = {"LRU": set(S.lrs["LRU"]), "complex diag": {S.ablation_lr["complex diag"]}}
+    names, cfgs = {}, []
+    for m in lrs:
+        for th in S.theta0s:
+            sp = specs[m]
+            spec = ModelSpec(f"{m}, theta0 = {th / math.pi:.3g} pi", "diag", sp.d, param=sp.param,
+                             gamma=sp.gamma, theta0=THETA0 if th == math.pi else th)
+            new = [lr for lr in lrs[m] if lr not in done[m]] if th == math.pi else small[m]
+            names[m, th] = ([m] if th == math.pi else []) + ([spec.name] if new else [])
+            cfgs += [RunCfg(spec, nu0, lr, sd, teacher_theta0=th) for lr in new for sd in seeds]
+    return cfgs, names
+
+
+def f10_table(rows: Sequence[dict], names: dict[tuple[str, float], list[str]], nu0: float
+              ) -> dict[str, dict[str, float]]:
+    """F10: best-lr final loss per model and θ0 (label "<θ0/π>π") over the runs of ``names``."""
+    out: dict[str, dict[str, float]] = {}
+    for (m, th), ns in names.items():
+        out.setdefault(m, {})[f"{th / math.pi:.3g}π"] = min(
+            best_lr(rows, model=n, nu0=nu0, theta0=th)["loss"] for n in ns)
+    return out
+
+
+def e1_configs(specs: dict[str, ModelSpec], S: Settings, seed: int) -> list[RunCfg]:
+    """E1 (Rv1 asked): RNN and LRU at ν0 ∈ {.84, .99}, trained by Adam (``S.lrs``), SGD with momentum
+    .9 (``S.e1_lrs``) and, at ν0 = .99, AdamW (decoupled weight decay 1e-2, torch's default) at the
+    first Adam lr; all as one program."""
+    cfgs = []
+    for m in MODELS:
+        for nu in E1_NU0:
+            cfgs += [RunCfg(specs[m], nu, lr, seed) for lr in S.lrs[m]]
+            cfgs += [RunCfg(specs[m], nu, lr, seed, opt="sgd", momentum=0.9) for lr in S.e1_lrs[m]]
+        cfgs.append(RunCfg(specs[m], E1_NU0[-1], S.lrs[m][0], seed, opt="adamw", weight_decay=1e-2))
+    return cfgs
+
+
+def e1_summary(rows: Sequence[dict]) -> tuple[dict[str, np.ndarray], dict[str, dict[float, float]]]:
+    """E1: per (model, ν0, optimiser) the loss curve at its best lr and the final loss per lr."""
+    label = {"adam": "Adam", "adamw": "AdamW", "sgd": "SGD+m"}
+    sens: dict[str, dict[float, float]] = {}
+    curves: dict[str, np.ndarray] = {}
+    for r in rows:
+        k = f"{r['model']}, nu0={r['nu0']}, {label[r['opt']]}"
+        sens.setdefault(k, {})[r["lr"]] = r["final"]
+        if k not in curves or r["final"] < sens[k].get("_best", math.inf):
+            curves[k], sens[k]["_best"] = r["curve"], r["final"]
+    for t in sens.values():
+        t.pop("_best")
+    return curves, sens
+
+
+def heads_table(rows: Sequence[dict], heads: Sequence[int], nu0: float, d_h: int
+                ) -> tuple[list[int], list[float], dict[int, np.ndarray], np.ndarray]:
+    """F11: per number of heads (1 = "RNN", d_h/2 = "block 32x2", else "<h> heads") the best-lr
+    final loss at ν0 and that run's effective-lr history of A (per unit lr)."""
+    out_h, out_l, hist = [], [], {}
+    for h in heads:
+        name = "RNN" if h == 1 else ("block 32x2" if h == d_h // 2 else f"{h} heads")
+        if not any(r["model"] == name and r["nu0"] == nu0 for r in rows):
+            continue
+        best = best_lr(rows, model=name, nu0=nu0)
+        r = next(r for r in rows if r["model"] == name and r["nu0"] == nu0 and r["lr"] == best["lr"]
+                 and r["opt"] == "adam" and r["schedule"] == "cosine")
+        out_h.append(h)
+        out_l.append(best["loss"])
+        hist[h] = r["effhist_A"]
+    return out_h, out_l, hist, rows[0]["probe_steps"]
 
 
 # ============================================================================ claim checks

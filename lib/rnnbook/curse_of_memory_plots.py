@@ -1,4 +1,4 @@
-"""Figures of the curse-of-memory chapter (Zucchet & Orvieto, NeurIPS 2024): F1-F5, F8, F9, E2.
+"""Figures of the curse-of-memory chapter (Zucchet & Orvieto, NeurIPS 2024): F1-F12, E1, E2.
 
 Named functions returning a matplotlib Figure; the computations they draw live in
 :mod:`rnnbook.curse_of_memory`.
@@ -213,4 +213,156 @@ def plot_e2(T_values=(10, 100, 1000)) -> "plt.Figure":
         ax.set_yscale("log")
         ax.set_xlabel(r"$-\log_{10}(1-b)$")
         ax.legend(fontsize=9)
+    return fig
+
+
+def plot_f6(taus, act: dict[str, np.ndarray], g2: dict[str, dict[str, np.ndarray]],
+            g2_norm: dict[str, np.ndarray]) -> "plt.Figure":
+    """F6 (Fig. 5): (A) mean squared output of blocks 1 and 4 against τ per model; (B) second
+    moment of the λ-gradients and of all other gradients (no normalisation); (C) c-diag λ-gradient
+    second moment per normalisation."""
+    import matplotlib.pyplot as plt
+    fig, axs = plt.subplots(1, 3, figsize=(16, 4.4))
+    for i, (m, a) in enumerate(act.items()):
+        axs[0].loglog(taus, a[:, 0], "o--", color=f"C{i}", alpha=0.6, label=f"{m}, block 1")
+        axs[0].loglog(taus, a[:, -1], "o-", color=f"C{i}", label=f"{m}, block 4")
+    axs[0].set_ylabel("mean squared block output")
+    axs[0].set_title("(A) forward, no normalisation")
+    for i, (m, g) in enumerate(g2.items()):
+        axs[1].loglog(taus, g["lambda"], "o-", color=f"C{i}", label=fr"{m}, $\lambda$")
+        axs[1].loglog(taus, g["rest"], "s--", color=f"C{i}", alpha=0.6, label=f"{m}, others")
+    axs[1].set_ylabel("gradient second moment")
+    axs[1].set_title("(B) backward, no normalisation")
+    for i, (n, g) in enumerate(g2_norm.items()):
+        axs[2].loglog(taus, g, "o-", color=f"C{i + 3}", label=n)
+    axs[2].set_ylabel(r"c-diag $\lambda$-gradient second moment")
+    axs[2].set_title("(C) normalisation")
+    for ax in axs:
+        ax.set_xlabel(r"characteristic time $\tau$")
+        ax.legend(fontsize=8)
+    return fig
+
+
+def plot_f7(nus, curv: dict[str, np.ndarray], slices: dict[str, dict[str, np.ndarray]]) -> "plt.Figure":
+    """F7 (Fig. 6): γ-loss along ω_ν and ω_θ around the optimum, and its curvatures at the optimum
+    against ν*, for the polar, exp and opt parametrisations."""
+    import matplotlib.pyplot as plt
+    fig, axs = plt.subplots(1, 4, figsize=(19, 4.2))
+    x = -np.log10(1 - np.asarray(nus))
+    for i, (name, sl) in enumerate(slices.items()):
+        axs[0].plot(sl["offset"], sl["nu"], color=f"C{i}", label=name)
+        axs[1].plot(sl["offset"], sl["theta"], color=f"C{i}", label=name)
+        axs[2].semilogy(x, curv[name][:, 0], color=f"C{i}", label=name)
+        axs[3].semilogy(x, curv[name][:, 1], color=f"C{i}", label=name)
+    for ax, t in zip(axs[:2], (r"$\omega_\nu$", r"$\omega_\theta$")):
+        ax.set_yscale("symlog", linthresh=1e-4)
+        ax.set_xlabel(f"offset of {t} from the optimum")
+        ax.set_ylabel(r"$\gamma$-loss")
+    axs[0].set_title(r"(A) loss along $\omega_\nu$, $\nu^*=0.99$")
+    axs[1].set_title(r"(B) loss along $\omega_\theta$, $\nu^*=0.99$")
+    for ax, t in zip(axs[2:], (r"$\partial^2_{\omega_\nu}L$", r"$\partial^2_{\omega_\theta}L$")):
+        ax.set_xlabel(r"$-\log_{10}(1-\nu^*)$")
+        ax.set_ylabel(t + " at the optimum")
+    axs[2].set_title("(C) curvature in $\\omega_\\nu$")
+    axs[3].set_title("(D) curvature in $\\omega_\\theta$")
+    axs[0].legend(fontsize=9)
+    return fig
+
+
+def plot_f10(hessians: dict[str, np.ndarray], losses: dict[str, dict[str, float]]) -> "plt.Figure":
+    """F10 (Fig. 10): |theory Hessian| (K7) for each θ0, each relative to its largest entry, and the
+    final loss against θ0 per model."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import LogNorm
+    n = len(hessians)
+    fig, axs = plt.subplots(1, n + 1, figsize=(4.2 * (n + 1), 4.0))
+    for ax, (label, H) in zip(axs, hessians.items()):
+        im = ax.imshow(np.abs(H) / np.abs(H).max() + 1e-300, norm=LogNorm(vmin=1e-6, vmax=1), cmap="Blues")
+        ax.set_title(fr"|H| / max|H|, $\theta_0$ = {label}", fontsize=11)
+        ax.grid(False)
+    fig.colorbar(im, ax=axs[n - 1], shrink=0.8)
+    for i, (m, t) in enumerate(losses.items()):
+        axs[n].plot(range(len(t)), list(t.values()), "o-", color=f"C{i}", label=m)
+    axs[n].set_xticks(range(len(t)), list(t))
+    axs[n].set_yscale("log")
+    axs[n].set_xlabel(r"$\theta_0$ (teacher = student)")
+    axs[n].set_ylabel("final loss")
+    axs[n].legend(fontsize=9)
+    return fig
+
+
+def plot_f11(heads, losses, steps, hist: dict[int, np.ndarray]) -> "plt.Figure":
+    """F11 (Fig. 11): final loss against the number of heads; Adam's effective lr of A per unit
+    learning rate along training."""
+    import matplotlib.pyplot as plt
+    fig, axs = plt.subplots(1, 2, figsize=(12, 4.2))
+    axs[0].bar(range(len(heads)), losses, color=[f"C{i}" for i in range(len(heads))])
+    axs[0].set_xticks(range(len(heads)), [str(h) for h in heads])
+    axs[0].set_yscale("log")
+    axs[0].set_xlabel("number of heads (blocks of $A$)")
+    axs[0].set_ylabel("final loss")
+    for i, h in enumerate(heads):
+        if h in hist:
+            axs[1].semilogy(steps, hist[h], color=f"C{i}", label=f"{h} heads")
+    axs[1].set_xlabel("step")
+    axs[1].set_ylabel(r"effective lr of $A$ per unit lr, $\eta_{eff}/\eta$")
+    axs[1].legend(fontsize=9)
+    return fig
+
+
+def plot_f12(fit: dict, acf: np.ndarray, jac: dict[str, np.ndarray], T: np.ndarray,
+             moments: dict[str, dict[str, np.ndarray]], theory: dict[str, np.ndarray]) -> "plt.Figure":
+    """F12 (Figs. 12, 14, 15): (A) autocorrelation of the substitute inputs and its fit; (B) mean
+    |diagonal| and |off-diagonal| entries of dh_t/dh_0 (GRU); (C, D) Var h and Var d_b h per neuron
+    against T = 1/(1-σ(b)) for the three gate types, with the K10 theory (lines)."""
+    import matplotlib.pyplot as plt
+    fig, axs = plt.subplots(1, 4, figsize=(20, 4.3))
+    lag = np.arange(len(acf))
+    axs[0].plot(lag[1:], acf[1:], ".", ms=3, color="0.4", label="empirical")
+    axs[0].plot(lag[1:], fit["a1"] * fit["rho"] ** lag[1:], color="C3",
+                label=fr"fit: ${fit['a0']:.3f}\delta + {fit['a1']:.4f}\cdot{fit['rho']:.4f}^\Delta$")
+    axs[0].set_xlabel(r"lag $\Delta$")
+    axs[0].set_ylabel(r"$E[x_tx_{t-\Delta}]$ ($\Delta\geq1$)")
+    axs[0].set_title("(A) substitute inputs")
+    axs[0].legend(fontsize=8)
+    for i in range(len(jac["T_max"])):
+        lab = fr"$T_{{max}}$={jac['T_max'][i]:g}, $\sigma_h$={jac['sigma_h'][i]:g}"
+        st = np.arange(1, jac["diag"].shape[1] + 1)
+        axs[1].semilogy(st, jac["diag"][i], color=f"C{i}", label=lab)
+        axs[1].semilogy(st, np.clip(jac["off"][i], 1e-30, None), "--", color=f"C{i}")
+    axs[1].set_ylim(1e-12, 2)
+    axs[1].set_xlabel(r"$\Delta t$")
+    axs[1].set_ylabel(r"mean $|\partial h_{\Delta t}/\partial h_0|$")
+    axs[1].set_title("(B) GRU: diagonal (solid), off-diagonal (dashed)")
+    axs[1].legend(fontsize=6, ncol=2)
+    order = np.argsort(T)
+    for ax, key, title in ((axs[2], "var_h", "(C) Var $h$"), (axs[3], "var_dbh", "(D) Var $d_bh$")):
+        for i, (g, m) in enumerate(moments.items()):
+            ax.loglog(T, m[key], "o", ms=3, color=f"C{i}", alpha=0.6, label=f"gates: {g}")
+        ax.loglog(T[order], theory[key][order], "k-", label="theory (K10)")
+        if key == "var_dbh":
+            ax.loglog(T[order], theory["var_dbh_notebook"][order], "k:", label="notebook's formula")
+        ax.set_xlabel(r"$T = 1/(1-\sigma(b))$")
+        ax.set_title(title + r" per neuron (/$\|W_{n,i}\|^2$)")
+        ax.legend(fontsize=8)
+    return fig
+
+
+def plot_e1(curves: dict[str, np.ndarray], steps: int, sens: dict[str, dict[float, float]]) -> "plt.Figure":
+    """E1: loss curves (best lr per optimiser) and final loss against lr, per (model, ν0, optimiser)."""
+    import matplotlib.pyplot as plt
+    fig, axs = plt.subplots(1, 2, figsize=(13, 4.4))
+    for i, (k, c) in enumerate(curves.items()):
+        axs[0].semilogy(np.linspace(0, steps, len(c)), c, color=f"C{i % 10}",
+                        ls="-" if "Adam" in k else "--", label=k)
+    axs[0].set_xlabel("step")
+    axs[0].set_ylabel("training loss (best lr)")
+    axs[0].legend(fontsize=7, ncol=2)
+    for i, (k, t) in enumerate(sens.items()):
+        lrs = sorted(t)
+        axs[1].loglog(lrs, [min(t[x], 1e6) for x in lrs], "o-" if "Adam" in k else "s--",
+                      color=f"C{i % 10}", label=k)
+    axs[1].set_xlabel("learning rate")
+    axs[1].set_ylabel("final loss (diverged: 1e6)")
+    axs[1].legend(fontsize=7, ncol=2)
     return fig
