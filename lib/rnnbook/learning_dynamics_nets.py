@@ -88,16 +88,23 @@ def k1_check(T: int = 4, N: int = 3, lr: float = 0.05, seed: int = 0) -> dict:
 
 # ----------------------------------------------------------------------------- NTK (F6, C7)
 def ntk_sweep(Ts: Sequence[int], sigmas: Sequence[float], seeds: Sequence[int], N: int = 4,
-              P: int = 64, lr_c: float = 0.2, t_total: float = 40.0,
-              progress: Callable[[Iterable], Iterable] = iter) -> dict[str, np.ndarray]:
+              N_h: int | None = None, P: int = 64, lr_c: float = 0.2, t_total: float = 40.0,
+              inits: Sequence[str] = ("aligned", "unaligned"), sigma_b: Sequence[float] | None = None,
+              device: str | None = None, progress: Callable[[Iterable], Iterable] = iter
+              ) -> dict[str, np.ndarray]:
     """F6 / C7 (§3.5): kernel distance :math:`D=1-\\frac{\\langle K_0,K\\rangle_F}{\\lVert K_0\\rVert
     \\lVert K\\rVert}` between the NTK :math:`K=JJ^\\top`, :math:`J=\\partial\\,\\mathrm{vec}\\hat Y_T/\\partial
-    \\theta`, at initialisation and after training, on the constant task :math:`s_t=1`
-    (:math:`Y_T=\\sum_tUV^\\top x_t`), N_x = N_h = N_y = N. Init: aligned (all modes σ) or unaligned
-    (:math:`\\mathcal N(0,\\sigma^2/N)`, fan-in). GD on :math:`\\frac12\\sum_p\\lVert\\cdot\\rVert^2` with
-    lr = ``lr_c``/T² (our choice, spec §9) for ``t_total``/lr steps. All σ, inits and seeds of one
-    T form one batch. Returns D, the final loss over that of the zero network, per (T, init, σ, seed)."""
-    D = np.full((len(Ts), 2, len(sigmas), len(seeds)), np.nan)
+    \\theta` (:func:`ntk`), at initialisation and after training, on the constant task :math:`s_t=1`
+    (:math:`Y_T=\\sum_tUV^\\top x_t`), N_x = N_y = N, N_h = ``N_h`` (default N). Inits: "aligned" (all
+    modes σ; with ``sigma_b``, A7: b = σ_b and a = c = σ for every σ_b) or "unaligned"
+    (:math:`\\mathcal N(0,\\sigma^2/N_\\text{in})`, fan-in). GD on :math:`\\frac12\\sum_p\\lVert\\cdot\\rVert^2`
+    with lr = ``lr_c``/T² · N/N_h (our choice, spec §9; the kernel grows like N_h) for the time
+    ``t_total``. All configurations of one T form one batch, in numpy (``device`` None) or in torch
+    on ``device``. Returns D and the final loss over the zero network's, per (T, init, σ_b, σ, seed)."""
+    N_h = N_h or N
+    sig_b = [None] if sigma_b is None else list(sigma_b)
+    shape = (len(inits), len(sig_b), len(sigmas), len(seeds))
+    D = np.full((len(Ts),) + shape, np.nan)
     loss_ratio = np.full_like(D, np.nan)
     for it, T in enumerate(progress(Ts)):
         Xs, Ys, W0 = [], [], []
@@ -106,41 +113,90 @@ def ntk_sweep(Ts: Sequence[int], sigmas: Sequence[float], seeds: Sequence[int], 
             X = whitened_inputs(P, T, N, rng)
             U, V, R = (orthogonal(N, rng) for _ in range(3))
             Y = X.sum(1) @ (U @ V.T).T
-            for init in (0, 1):
-                for sg in sigmas:
-                    if init == 0:
-                        W0.append(aligned_weights(*(np.full(N, sg),) * 3, U, V, R))
-                    else:
-                        W0.append(tuple(rng.normal(0, sg / math.sqrt(N), (N, N)) for _ in range(3)))
-                    Xs.append(X), Ys.append(Y)
+            for init in inits:
+                for sb in sig_b:
+                    for sg in sigmas:
+                        if init == "aligned":
+                            W0.append(aligned_weights(np.full(N, sg), np.full(N, sg if sb is None else sb),
+                                                      np.full(N, sg), U, V, R))
+                        else:
+                            W0.append(tuple(rng.normal(0, sg / math.sqrt(n_in), (n_out, n_in))
+                                            for n_out, n_in in ((N_h, N), (N_h, N_h), (N, N_h))))
+                        Xs.append(X), Ys.append(Y)
         X, Y = np.array(Xs), np.array(Ys)
         W = [np.array(w) for w in zip(*W0)]
-        K0 = _ntk([torch.from_numpy(w) for w in W], torch.from_numpy(X))
-        eta = lr_c / T ** 2 * P  # loss_grads averages over P; this is GD on the sum
+        if device is not None:  # the full profile's wide A5 networks: torch on the GPU
+            X, Y, *W = (torch.from_numpy(a).to(device) for a in (X, Y, *W))
+        K0 = ntk(*W, X)
+        eta = lr_c / T ** 2 * N / N_h * P  # loss_grads averages over P; this is GD on the sum
         with np.errstate(all="ignore"):
-            for _ in range(int(math.ceil(t_total * T ** 2 / lr_c))):
+            for _ in range(int(math.ceil(t_total * T ** 2 * N_h / (lr_c * N)))):
                 _, gx, gh, gy, _ = loss_grads(*W, X, Y)
                 W = [w - eta * g for w, g in zip(W, (gx, gh, gy))]
             L = loss_grads(*W, X, Y)[0] * P
-        W, X, Y, L = [torch.from_numpy(w) for w in W], torch.from_numpy(X), torch.from_numpy(Y), torch.from_numpy(L)
-        K = _ntk(W, X)
-        cos = (K0 * K).sum((1, 2)) / (K0.norm(dim=(1, 2)) * K.norm(dim=(1, 2)))
-        shape = (len(seeds), 2, len(sigmas))
-        D[it] = (1 - cos).numpy().reshape(shape).transpose(1, 2, 0)
-        loss_ratio[it] = (L / (0.5 * (Y ** 2).sum((1, 2)))).numpy().reshape(shape).transpose(1, 2, 0)
-    return {"T": np.array(Ts), "sigma": np.array(sigmas), "D": D, "loss_ratio": loss_ratio}
+            K = ntk(*W, X)
+            cos = (K0 * K).sum((1, 2)) / (_norm(K0) * _norm(K))
+            ratio = L / (0.5 * (Y ** 2).sum((1, 2)))
+        cos, ratio = (np.asarray(a.cpu()) if isinstance(a, torch.Tensor) else a for a in (cos, ratio))
+        D[it] = (1 - cos).reshape((len(seeds),) + shape[:3]).transpose(1, 2, 3, 0)
+        loss_ratio[it] = ratio.reshape((len(seeds),) + shape[:3]).transpose(1, 2, 3, 0)
+    out = {"T": np.array(Ts), "sigma": np.array(sigmas), "D": D, "loss_ratio": loss_ratio, "N_h": N_h}
+    if sigma_b is None:  # (T, init, σ, seed), init 0 aligned / 1 unaligned as before
+        out["D"], out["loss_ratio"] = D[:, :, 0], loss_ratio[:, :, 0]
+    else:
+        out["sigma_b"] = np.array(sigma_b)
+    return out
 
 
-def _ntk(W: list[torch.Tensor], X: torch.Tensor) -> torch.Tensor:
-    """NTK :math:`K=JJ^\\top` of every configuration, J by forward-mode autodiff (torch.func)."""
-    from torch.func import jacfwd, vmap
+def ntk_by_T(cache, name: str, Ts: Sequence[int], sigmas: Sequence[float], seeds: Sequence[int],
+             progress: Callable[[Iterable], Iterable] = iter, **kw) -> dict[str, np.ndarray]:
+    """F6: :func:`ntk_sweep` one T at a time through the results cache (``cache.cached_batch``), so
+    that an interrupted full-profile sweep resumes after its last finished T; the results are
+    joined along T. ``kw`` goes to :func:`ntk_sweep` (its ``device`` is not part of the key)."""
+    key = {k: list(v) if isinstance(v, tuple) else v for k, v in kw.items() if k != "device"}
+    cfgs = [{"T": T, "sigmas": list(sigmas), "seeds": list(seeds), **key} for T in Ts]
+    res = cache.cached_batch(name, cfgs, lambda cs: [ntk_sweep([c["T"]], sigmas, seeds, **kw) for c in cs],
+                             chunk_size=1, progress=progress)
+    out = {k: np.concatenate([r[k] for r in res]) for k in ("D", "loss_ratio")}
+    out.update({"T": np.array(Ts), "sigma": np.array(sigmas), "N_h": int(res[0]["N_h"])})
+    if "sigma_b" in res[0]:
+        out["sigma_b"] = np.array(res[0]["sigma_b"])
+    return out
 
-    def f(wx, wh, wy, x):
-        return forward(wx[None], wh[None], wy[None], x[None])[0].reshape(-1)
 
-    J = vmap(jacfwd(f, argnums=(0, 1, 2)))(*[w.detach() for w in W], X)
-    J = torch.cat([j.reshape(j.shape[0], j.shape[1], -1) for j in J], -1)
-    return J @ J.transpose(1, 2)
+def _norm(K):
+    """Frobenius norm of each matrix of a batch (numpy or torch)."""
+    return (K * K).sum((1, 2)) ** 0.5
+
+
+def ntk(Wx, Wh, Wy, X):
+    r"""Closed-form NTK :math:`K=JJ^\top` of the linear RNN, batched over configurations (numpy or
+    torch). With :math:`g_t=W_yW_h^{T-t}` (so :math:`\partial\hat y/\partial h_{t+1}=g_t`), the Jacobians are
+    :math:`\partial\hat y_i/\partial W_y=e_ih_{T+1}^\top`,
+    :math:`\partial\hat y_i/\partial W_h=\sum_tg_{t,i}h_t^\top`,
+    :math:`\partial\hat y_i/\partial W_x=\sum_tg_{t,i}x_t^\top`, so
+    :math:`K_{pi,qj}=\delta_{ij}\langle h_{p,T+1},h_{q,T+1}\rangle+\sum_{t,t'}\langle g_{t,i},g_{t',j}\rangle
+    (\langle h_{p,t},h_{q,t'}\rangle+\langle x_{p,t},x_{q,t'}\rangle)`. Shapes: W (C, ., .), X (C, P, T, N_x);
+    returns (C, P·N_y, P·N_y). Equal to the autodiff kernel (tests)."""
+    ein = torch.einsum if isinstance(X, torch.Tensor) else np.einsum
+    C, P, T, _ = X.shape
+    hs = [0 * (X[:, :, 0] @ Wx.swapaxes(1, 2))]
+    for t in range(T):
+        hs.append(hs[-1] @ Wh.swapaxes(1, 2) + X[:, :, t] @ Wx.swapaxes(1, 2))
+    g = [Wy]
+    for _ in range(T - 1):
+        g.insert(0, g[0] @ Wh)  # g_t = W_y W_h^{T-t}, t = 1..T
+    G = ein("ctin,csjn->ctisj", *(_stack(g, 1),) * 2)
+    H = _stack(hs[:T], 2)
+    HX = ein("cptn,cqsn->cptqs", H, H) + ein("cptn,cqsn->cptqs", X, X)
+    Ny = Wy.shape[1]
+    eye = torch.eye(Ny, dtype=X.dtype, device=X.device) if ein is torch.einsum else np.eye(Ny)
+    K = ein("ctisj,cptqs->cpiqj", G, HX) + ein("cpn,cqn,ij->cpiqj", hs[T], hs[T], eye)
+    return K.reshape(C, P * Ny, P * Ny)
+
+
+def _stack(xs, axis):
+    return torch.stack(xs, axis) if isinstance(xs[0], torch.Tensor) else np.stack(xs, axis)
 
 
 def ntk_check(ntk: dict, gate: float = 1e-3, d_gain: float = 0.2) -> dict:
@@ -202,11 +258,11 @@ def sensory_targets(X: np.ndarray, rule: str) -> np.ndarray:
 
 def loss_grads(Wx, Wh, Wy, X, Y):
     r"""Half MSE :math:`L=\frac1{2P}\sum_p\lVert \hat y_{p,T}-y_{p,T}\rVert^2` of :func:`forward` and its
-    gradients by hand-written backpropagation through time (numpy, batched over a leading axis:
+    gradients by hand-written backpropagation through time (numpy or torch, batched over a leading axis:
     W (C, ., .), X (C, P, T, N_x), Y (C, P, N_y)); 5-10x faster than autograd for these tiny nets.
     Returns (L, dWx, dWh, dWy, dL/dh_{T+1})."""
     P, T = X.shape[1], X.shape[2]
-    hs = [np.zeros(X.shape[:2] + (Wh.shape[-1],))]
+    hs = [0 * (X[:, :, 0] @ Wx.swapaxes(1, 2))]  # h_1 = 0 (numpy or torch)
     WhT, WxT = Wh.swapaxes(1, 2), Wx.swapaxes(1, 2)
     for t in range(T):
         hs.append(hs[-1] @ WhT + X[:, :, t] @ WxT)
@@ -215,7 +271,7 @@ def loss_grads(Wx, Wh, Wy, X, Y):
     dWy = r.swapaxes(1, 2) @ hs[-1]
     d = r @ Wy  # dL/dh_{T+1}
     dh = d
-    dWh, dWx = np.zeros_like(Wh), np.zeros_like(Wx)
+    dWh, dWx = 0 * Wh, 0 * Wx
     for t in range(T, 0, -1):  # h_{t+1} = W_h h_t + W_x x_t
         dT = d.swapaxes(1, 2)
         dWh += dT @ hs[t - 1]
@@ -272,8 +328,28 @@ def train_sensory(rules: Sequence[str], T: int, seeds: Sequence[int], N_h: int =
                 Yt = sensory_targets(Xt, rule)
                 rel[r, j] = ((yt[r] - Yt) ** 2).sum() / (Yt ** 2).sum()
     out.update({"rel_mse": rel, "T_test": np.array(T_test), "rule": rules_r, "T": T,
-                "Wh": Wh, "Wx": Wx, "Wy": Wy})
+                "Wh": Wh, "Wx": Wx, "Wy": Wy, "X": X, "Y": Y, "lr": np.array(lrs)})
     return out
+
+
+def sharpness(sens: dict, iters: int = 100, eps: float = 1e-5) -> np.ndarray:
+    """C9: largest Hessian eigenvalue λ_max of the half MSE of :func:`loss_grads` at each run's final
+    weights (power iteration on finite-difference Hessian-vector products, all runs batched; nan for
+    a diverged run). GD at rate η can only settle where λ_max < 2/η."""
+    W = [sens["Wx"], sens["Wh"], sens["Wy"]]
+    X, Y = sens["X"], sens["Y"]
+    v = [np.random.default_rng(0).standard_normal(w.shape) for w in W]
+    lam = np.full(len(X), np.nan)
+    with np.errstate(all="ignore"):
+        for _ in range(iters):
+            norm = np.sqrt(sum((x * x).sum((1, 2)) for x in v))[:, None, None]
+            v = [x / norm for x in v]
+            gp = loss_grads(*(w + eps * x for w, x in zip(W, v)), X, Y)[1:4]
+            gm = loss_grads(*(w - eps * x for w, x in zip(W, v)), X, Y)[1:4]
+            hv = [(p - m) / (2 * eps) for p, m in zip(gp, gm)]
+            lam = sum((x * h).sum((1, 2)) for x, h in zip(v, hv))
+            v = hv
+    return lam
 
 
 def _svals(M: np.ndarray) -> np.ndarray:
@@ -286,14 +362,16 @@ def _svals(M: np.ndarray) -> np.ndarray:
 
 
 def sensory_check(sens: dict) -> dict:
-    """C8: sum and mean runs: final :math:`W_h` singular values within 0.05 of 1, :math:`W_yW_x` ones
+    """C8: sum and mean runs: final :math:`W_h` singular values (the N_x largest: with N_h > N_x the
+    others are not driven by the task) within 0.05 of 1, :math:`W_yW_x` ones
     within 10% of 1 (sum) or 1/T (mean); sum rel. MSE <= 1e-3 at every T_test; mean rel. MSE at 2T
     >= 10x that at T and non-decreasing in |T_test - T| on each side."""
     T, Tt = int(sens["T"]), list(sens["T_test"])
     out, ok = {}, True
     for rule, target in (("sum", 1.0), ("mean", 1.0 / T)):
         r = sens["rule"] == rule
-        sv_h, sv_yx = sens["sv_h"][-1][r], sens["sv_yx"][-1][r]
+        sv_yx = sens["sv_yx"][-1][r]
+        sv_h = sens["sv_h"][-1][r][:, :sv_yx.shape[-1]]  # the task drives only N_x of them
         e_h = float(np.abs(sv_h - 1).max())
         e_yx = float(np.abs(sv_yx / target - 1).max())
         mse = np.median(sens["rel_mse"][r], 0)
@@ -314,43 +392,77 @@ def sensory_check(sens: dict) -> dict:
     return out
 
 
-def stability_check(sens: dict, tail: int = 20) -> dict:
-    """C9: late vs early importance: final hidden-gradient norm (median over the last ``tail``
-    records and over seeds) and the spread (max - min)/mean of :math:`W_h`'s singular values.
-    Pass: late grad <= 1e-3 and spread <= 5%; early grad >= 10x late and spread >= 20%. A run
-    that diverged counts as infinitely unstable (inf)."""
+def stability_check(sens: dict, tail: int = 20, lam: np.ndarray | None = None) -> dict:
+    """C9: late vs early importance: final gradient norm :math:`\\lVert\\partial L/\\partial W_h\\rVert`
+    (median over the last ``tail`` records and over seeds), the spread (max - min)/mean of
+    :math:`W_h`'s singular values, and the sharpness λ_max (:func:`sharpness`) against 2/η. A run
+    that diverged counts as infinitely unstable (inf). The specification's FAIL rule decides
+    ``passed``: it fails if the early network is as stable as the late one (early grad < 10x late);
+    "reproduced" needs all its bounds (late grad <= 1e-3 and spread <= 5%, early spread >= 20%),
+    else "partly"; "inconclusive" (not passed) if the late network did not converge, since then
+    the rate, not the task, decides. ``lam``: the sharpness per run, if already known."""
     out = {}
+    lam = sharpness(sens) if lam is None else lam
     for rule in ("late", "early"):
         r = sens["rule"] == rule
         g = np.nan_to_num(sens["grad_Wh"][-tail:, r], nan=np.inf)  # a diverged run: unstable
         sv = sens["sv_h"][-1][r]
         spread = np.nan_to_num((sv.max(-1) - sv.min(-1)) / sv.mean(-1), nan=np.inf)
-        g, spread = float(np.median(g)), float(np.median(spread))
-        out[rule] = {"grad": g, "spread": spread}
+        out[rule] = {"grad": float(np.median(g)), "spread": float(np.median(spread)),
+                     "sharpness": float(np.median(lam[r])), "2/lr": float(2 / sens["lr"][r][0])}
     la, ea = out["late"], out["early"]
-    out["passed"] = bool(la["grad"] <= 1e-3 and la["spread"] <= 0.05 and ea["grad"] >= 10 * la["grad"]
-                         and ea["spread"] >= 0.2)
+    converged = la["grad"] <= 1e-3 and la["spread"] <= 0.05
+    out["passed"] = bool(converged and ea["grad"] >= 10 * la["grad"])
+    out["verdict"] = ("inconclusive" if not converged else "not reproduced" if not out["passed"] else
+                      "reproduced" if ea["spread"] >= 0.2 else "partly")
     return out
 
 
 # ----------------------------------------------------------------------------- figures
+def _heat(ax, D: np.ndarray, xt, yt, xlabel: str, ylabel: str, title: str):
+    """One kernel-distance heat map (rows: y, columns: x), numbers in the cells, nan cells white."""
+    im = ax.imshow(D.T, origin="lower", cmap="magma", vmin=0, vmax=1, aspect="auto")
+    for i in range(D.shape[0]):
+        for j in range(D.shape[1]):
+            if np.isfinite(D[i, j]):
+                ax.text(i, j, f"{abs(D[i, j]) if abs(D[i, j]) < 5e-3 else D[i, j]:.2f}", ha="center",
+                        va="center", fontsize=9, color="w" if D[i, j] < 0.6 else "k")
+    ax.set_xticks(range(len(xt)), [f"{x:g}" for x in xt])
+    ax.set_yticks(range(len(yt)), [f"{y:g}" for y in yt])
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
+    ax.grid(False)
+    return im
+
+
+def _converged(ntk: dict, gate: float) -> np.ndarray:
+    """D where the final loss is below ``gate`` × the zero network's, else nan; mean over seeds."""
+    return np.where(ntk["loss_ratio"] <= gate, ntk["D"], np.nan).mean(-1)
+
+
 def plot_f6(ntk: dict, gate: float = 1e-3):
-    """F6 (Fig. 5): heat maps of the kernel distance D over (T, σ), aligned and unaligned init,
+    """F6 (Figs. 5, A6): heat maps of the kernel distance D over (T, σ), aligned and unaligned init,
     mean over seeds; unconverged cells (final loss > ``gate`` × the zero network's) are white."""
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    D = _converged(ntk, gate)
     for ax, init, name in zip(axes, (0, 1), ("aligned", "unaligned")):
-        D = np.where(ntk["loss_ratio"][:, init] <= gate, ntk["D"][:, init], np.nan).mean(-1)
-        im = ax.imshow(D.T, origin="lower", cmap="magma", vmin=0, vmax=1, aspect="auto")
-        for i in range(D.shape[0]):
-            for j in range(D.shape[1]):
-                if np.isfinite(D[i, j]):
-                    ax.text(i, j, f"{abs(D[i, j]) if abs(D[i, j]) < 5e-3 else D[i, j]:.2f}", ha="center", va="center", fontsize=9,
-                            color="w" if D[i, j] < 0.6 else "k")
-        ax.set_xticks(range(len(ntk["T"])), [str(t) for t in ntk["T"]])
-        ax.set_yticks(range(len(ntk["sigma"])), [f"{s:g}" for s in ntk["sigma"]])
-        ax.set(xlabel="T", ylabel="initial scale $\\sigma$", title=name)
-        ax.grid(False)
+        im = _heat(ax, D[:, init], ntk["T"], ntk["sigma"], "T", "initial scale $\\sigma$", name)
+    fig.colorbar(im, ax=axes, label="kernel distance D")
+    return fig
+
+
+def plot_f6_extra(wide: dict, sep: dict, gate: float = 1e-3):
+    """F6, full profile: A5 (unaligned, wide hidden layer) over (T, σ), and A7 (aligned, separate
+    initial b = σ_b and a = c = σ) over (σ_b, σ) for each T of ``sep``."""
+    import matplotlib.pyplot as plt
+    nT = len(sep["T"])
+    fig, axes = plt.subplots(1, 1 + nT, figsize=(5.5 * (1 + nT), 4.2))
+    im = _heat(axes[0], _converged(wide, gate)[:, 0], wide["T"], wide["sigma"], "T",
+               "initial scale $\\sigma$", f"A5: unaligned, $N_h$ = {int(wide['N_h'])}")
+    Ds = _converged(sep, gate)[:, 0]  # (T, σ_b, σ)
+    for ax, T, D in zip(axes[1:], sep["T"], Ds):
+        _heat(ax, D, sep["sigma_b"], sep["sigma"], "initial $b$ ($\\sigma_b$)", "initial $a = c$ ($\\sigma$)",
+              f"A7: aligned, T = {T}")
     fig.colorbar(im, ax=axes, label="kernel distance D")
     return fig
 
