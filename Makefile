@@ -1,11 +1,19 @@
 # rnn-theory-book: `make book` builds the book, `make test` runs the tests. Both set up .venv first.
+#   make figures            every figure of the book as PNG + SVG in _build/figures/<chapter>/
+#   make full DEVICE=cuda   the full profiles into data/results/full/<chapter>/, then the book
+#   make bench              every bench/*.py, one table of speed-up ratios
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 READY := $(VENV)/.ready
-JB_FLAGS := -W -n --keep-going
+DEVICE ?= auto
+CHAPTERS ?= $(sort $(basename $(notdir $(wildcard chapters/*.md))))
+BOOK_FLAGS ?=
+# Run last, in this order: they build the book (once, with no network where a namespace can be
+# made), reusing the chapter executions that tests/test_chapters.py has just made.
+LAST_TESTS := tests/test_reliability.py tests/test_browser.py
 
-.PHONY: book test venv clean
+.PHONY: book test venv clean figures full bench
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 
@@ -20,12 +28,25 @@ $(READY): requirements.txt constraints.txt lib/pyproject.toml
 # Every chapter executed in the quick profile on the CPU; executions left by `make test` are
 # reused when the chapter's source and the library are unchanged (python -m rnnbook seed-book-cache).
 book: $(READY)
-	$(PY) -m rnnbook seed-book-cache
-	RNNBOOK_QUIET=1 CUDA_VISIBLE_DEVICES= $(VENV)/bin/jupyter-book build . --all $(JB_FLAGS) \
-		--config _build/_config.reuse.yml
+	$(PY) -m rnnbook book $(BOOK_FLAGS)
 
 test: $(READY)
-	RNNBOOK_QUIET=1 CUDA_VISIBLE_DEVICES= $(PY) -m pytest
+	RNNBOOK_QUIET=1 CUDA_VISIBLE_DEVICES= $(PY) -m pytest \
+		$(filter-out $(LAST_TESTS),$(wildcard tests/test_*.py)) $(LAST_TESTS)
+
+figures: $(READY)
+	$(PY) -m rnnbook book --if-stale
+	$(PY) -m rnnbook figures
+
+# A failed claim in one chapter does not stop the others; the exit status reports it.
+full: $(READY)
+	status=0; for chapter in $(CHAPTERS); do \
+		$(PY) -m rnnbook run $$chapter --profile full --device $(DEVICE) \
+			--results-dir data/results/full || status=1; \
+	done; $(PY) -m rnnbook book $(BOOK_FLAGS); exit $$status
+
+bench: $(READY)
+	$(PY) -m rnnbook bench
 
 clean:
 	rm -rf _build

@@ -50,6 +50,12 @@ def _isolated_env(monkeypatch):
     monkeypatch.setenv("RNNBOOK_QUIET", "1")
 
 
+@pytest.fixture(autouse=True)
+def _isolated_figure_store(monkeypatch, tmp_path):
+    """Figures stored by content go to the test's folder, not the book's build."""
+    monkeypatch.setattr(paths, "FIGURE_STORE", tmp_path / "figure-store")
+
+
 @pytest.fixture(scope="module", autouse=True)
 def cli_subprocess(tmp_path_factory):
     """``python -m rnnbook run nosuchchapter`` in a subprocess, started before the first test so
@@ -415,7 +421,7 @@ def test_invalid_figure_name(run, name):
     assert not (run.dir / "figures").exists()
 
 
-def test_figure_myst(tmp_path):
+def test_figure_myst(tmp_path):  # without a key: no figure class
     png = tmp_path / "F1.png"
     png.write_bytes(b"\x89PNG fake")
     text = figures.figure_myst(png, figures.label("ch", "F1"), "Caption `code` {x} $y$")
@@ -871,3 +877,194 @@ def test_book_reuses_only_fresh_clean_executions(tmp_path, change, reused):
     seeded = execute.seed_book_cache(executed, tmp_path / "cache", config)
     assert (chapter in seeded) == reused
     assert "execute_notebooks: cache" in config.read_text()
+
+
+def test_seeded_execution_keeps_its_run_time(tmp_path):
+    from jupyter_cache import get_cache
+    chapter = paths.chapters()[0]
+    executed = tmp_path / "executed"
+    executed.mkdir()
+    _fake_execution(chapter, executed / f"{chapter}.ipynb")
+    nb = nbformat.read(executed / f"{chapter}.ipynb", as_version=4)
+    nb.metadata["papermill"] = {"duration": 12.5}
+    nbformat.write(nb, executed / f"{chapter}.ipynb")
+    assert execute.seed_book_cache(executed, tmp_path / "cache", tmp_path / "c.yml") == [chapter]
+    (record,) = get_cache(str(tmp_path / "cache")).list_cache_records()
+    assert record.data == {"execution_seconds": 12.5}  # the execution-statistics page shows it
+
+
+# ------------------------------------------------------------- figure files, provenance, paper
+
+def test_save_figure_stores_files_with_provenance(run, monkeypatch):
+    shown = []
+    monkeypatch.setattr(figures, "figure_myst", lambda *a: shown.append(a) or "")
+    run.save_figure(_figure((2, 1.5)), "F1", "cap $x$")
+    (key,) = {p.stem for p in paths.FIGURE_STORE.iterdir()}
+    assert shown[0][3] == key
+    for ext in ("png", "svg"):
+        assert (paths.FIGURE_STORE / f"{key}.{ext}").read_bytes() == \
+            (run.dir / "figures" / f"F1.{ext}").read_bytes()
+    record = json.loads((paths.FIGURE_STORE / f"{key}.json").read_text())
+    assert {k: record[k] for k in ("chapter", "name", "caption", "profile", "seed", "device")} == \
+        {"chapter": "demo", "name": "F1", "caption": "cap $x$", "profile": "quick", "seed": 0,
+         "device": "cpu"}
+    assert record["code_version"] == paths.code_version()
+    assert record["commit"] == paths.git_commit()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", record["date"])
+    run.save_figure(_figure((2, 1.5)), "F1", "cap $x$")  # same content, same key
+    assert {p.stem for p in paths.FIGURE_STORE.iterdir()} == {key}
+
+
+def test_figure_myst_names_its_files(tmp_path):
+    png = tmp_path / "F1.png"
+    png.write_bytes(b"\x89PNG fake")
+    text = figures.figure_myst(png, "fig-ch-F1", "c", "abc123")
+    assert ":figclass: rnnbook-figure rnnbook-key-abc123\n" in text
+
+
+def test_git_commit():
+    assert re.fullmatch(r"[0-9a-f]{12}(-dirty)?|unknown", paths.git_commit())
+
+
+def test_paper_of():
+    bib = ('@article{smith2024,\n  author = {Smith, A. and Doe, B.},\n  title = {{On {RNNs}}},\n'
+           '  year = {2024},\n}\n@misc{other,\n title = {X},\n}\n')
+    assert figures.paper_of("This re-derives {cite:t}`smith2024`.", bib) == \
+        "Smith, A. and Doe, B. (2024). On RNNs. [smith2024]"
+    assert figures.paper_of("{cite:t}`missing`", bib) == "missing"
+    assert figures.paper_of("no citation", bib) == ""
+
+
+def test_book_figures_link_their_files(tmp_path):
+    """A small Sphinx build with the extension: the figure shows its PNG from the build's
+    _figures/<chapter>/ folder and links PNG and SVG there; figures.json lists it with provenance."""
+    record = {"chapter": "demo", "name": "F1", "caption": "A caption.",
+              **figures.provenance("quick", 3, "cpu")}
+    out = figures.save_figure(_figure((2, 1.5)), "F1", "A caption.", tmp_path / "figures", "demo",
+                              show=False)
+    key = figures.store(out, record)
+    src = tmp_path / "src"
+    (src / "chapters").mkdir(parents=True)
+    (src / "conf.py").write_text(
+        "import rnnbook.paths\n"
+        f"rnnbook.paths.FIGURE_STORE = rnnbook.paths.Path({str(paths.FIGURE_STORE)!r})\n"
+        "extensions = ['myst_parser', 'rnnbook.figures']\nnumfig = True\n")
+    (src / "index.md").write_text("# Book\n\n```{toctree}\nchapters/demo\n```\n")
+    (src / "chapters" / "demo.md").write_text(
+        "# Demo\n\n" + figures.figure_myst(out["png"], "fig-demo-F1", "A caption.", key))
+    proc = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-W", "-q", str(src),
+                           str(tmp_path / "html")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    folder = tmp_path / "html" / "_figures" / "demo"
+    assert (folder / "F1.png").read_bytes() == out["png"].read_bytes()
+    assert (folder / "F1.svg").read_bytes() == out["svg"].read_bytes()
+    page = (tmp_path / "html" / "chapters" / "demo.html").read_text()
+    assert 'src="../_figures/demo/F1.png"' in page
+    assert re.findall(r'class="rnnbook-figure-file reference external" href="([^"]+)"', page) == \
+        ["../_figures/demo/F1.png", "../_figures/demo/F1.svg"]
+    assert "base64" not in page  # the page loads the file, it does not carry the image
+    (entry,) = json.loads((folder / "figures.json").read_text())
+    assert entry["name"] == "F1" and entry["chapter"] == "demo" and entry["caption"] == "A caption."
+    assert entry["profile"] == "quick" and entry["seed"] == 3 and entry["commit"] and entry["date"]
+    assert entry["files"] == ["F1.png", "F1.svg"] and entry["label"] == "fig-demo-F1"
+    assert "paper" in entry
+
+    exported = execute.export_figures(tmp_path / "html", tmp_path / "export")
+    assert [e["name"] for e in exported] == ["F1"]
+    assert sorted(p.name for p in (tmp_path / "export" / "demo").iterdir()) == \
+        ["F1.png", "F1.svg", "figures.json"]
+
+
+# ------------------------------------------------------------------ full-profile results, records
+
+def _claims(path: Path, *items) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps([dataclasses.asdict(c) for c in items]))
+
+
+def test_full_results_absent_says_how_to_make_them(tmp_path):
+    text = rnnbook.run.full_results_html("demo", [], tmp_path)
+    assert "No full-profile results" in text and "make full DEVICE=cuda" in text
+    _claims(tmp_path / "demo" / "claims.json")  # an interrupted run: no run record
+    assert "No full-profile results" in rnnbook.run.full_results_html("demo", [], tmp_path)
+
+
+def test_full_results_beside_quick(tmp_path):
+    quick = [claims_mod.Claim("C1", "s", "src", 0.123456, "t", "reproduced", True),
+             claims_mod.Claim("C2", "s", "src", 2, "t", "partly", True)]
+    _claims(tmp_path / "demo" / "claims.json",
+            claims_mod.Claim("C1", "s", "src", 0.5, "t", "not reproduced", False))
+    (tmp_path / "demo" / "run.json").write_text(json.dumps({
+        "finished": "2026-12-01T10:00:00Z", "device": "cuda", "wall_seconds": 5400,
+        "commit": "abc", "hardware": {"summary": "NVIDIA H200"}}))
+    text = rnnbook.run.full_results_html("demo", quick, tmp_path)
+    assert "Full-profile results, made 2026-12-01 on NVIDIA H200, cuda in 90 min, commit abc" in text
+    assert "<td>C1</td><td>0.123</td><td>reproduced</td><td>0.5</td><td>not reproduced</td><td>✗</td>" in text
+    assert "<td>C2</td><td>2</td><td>partly</td><td></td><td></td><td></td>" in text
+
+
+def test_run_record(tmp_path):
+    chapter = paths.chapters()[0]
+    started = __import__("datetime").datetime(2026, 1, 2, 3, 4, 5)
+    found = [claims_mod.Claim("C1", "s", "src", 1, "t", "reproduced", True)]
+    r = execute.run_record(chapter, {"profile": "full", "device": "cpu", "n": 3}, started, 61.23, found)
+    assert r["chapter"] == chapter and r["profile"] == "full" and r["device"] == "cpu"
+    assert r["parameters"]["n"] == 3 and r["wall_seconds"] == 61.2
+    assert r["started"] == "2026-01-02T03:04:05Z" and r["claims"] == {"total": 1, "passed": 1}
+    assert r["versions"]["torch"] == torch.__version__.split("+")[0] or r["versions"]["torch"]
+    assert r["versions"]["rnnbook_code"] == paths.code_version()
+    assert r["hardware"]["cpu_count"] and r["hardware"]["summary"]
+    assert r["source_sha256"] == execute.source_hash(chapter)
+    json.dumps(r)
+
+
+# ------------------------------------------------------------------------- book build, bench
+
+def test_book_inputs_track_sources(tmp_path, monkeypatch):
+    root = tmp_path / "book"
+    (root / "chapters").mkdir(parents=True)
+    (root / "intro.md").write_text("a")
+    (root / "chapters" / "x.md").write_text("b")
+    monkeypatch.setattr(execute, "BOOK_ROOT", root)
+    monkeypatch.setattr(execute, "CHAPTERS_DIR", root / "chapters")
+    monkeypatch.setattr(execute, "FULL_RESULTS_DIR", root / "data" / "results" / "full")
+    monkeypatch.setattr(execute, "BUILD_STAMP", tmp_path / "stamp.json")
+    h = execute.book_inputs()
+    assert execute.built_stamp() is None
+    (tmp_path / "stamp.json").write_text(json.dumps({"inputs": h, "offline": True}))
+    assert execute.built_stamp() == {"inputs": h, "offline": True}
+    assert execute.build_book(offline=True, if_stale=True)["reused"]
+    _claims(root / "data" / "results" / "full" / "x" / "claims.json")
+    assert execute.book_inputs() != h  # committed full results are shown: a change rebuilds
+    h = execute.book_inputs()
+    (root / "chapters" / "x.md").write_text("c")
+    assert execute.book_inputs() != h and execute.built_stamp() is None
+
+
+def test_bench_table(tmp_path):
+    from rnnbook import bench
+    assert bench.parse_ratio("a\nspeed-up: 146.3x\n\n") == 146.3
+    assert bench.parse_ratio("speed-up: 8x") == 8.0 and bench.parse_ratio("no ratio") is None
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "a.py").write_text("print('timing...')\nprint('speed-up: 12.5x')\n")
+    (tmp_path / "bench" / "b.py").write_text("raise SystemExit('broken')\n")
+    rows = bench.run_all(tmp_path / "bench")
+    assert [(r["bench"], r["ratio"], r["status"]) for r in rows] == \
+        [("a", 12.5, "ok"), ("b", None, "failed (exit 1, no ratio)")]
+    text = bench.table(rows)
+    assert re.search(r"^a\s+12\.5x\s+\d+\.\d\s+ok$", text, re.M)
+    assert re.search(r"^b\s+-\s+", text, re.M)
+
+
+def test_cli_book_and_figures(monkeypatch, capsys, tmp_path):
+    calls = []
+    monkeypatch.setattr(cli, "build_book", lambda **kw: calls.append(kw) or
+                        {"reused": False, "seeded": ["x"], "seconds": 3.0, "offline": True})
+    assert cli.main(["book", "--offline", "--if-stale"]) == 0
+    assert calls == [{"offline": True, "if_stale": True}]
+    assert "reused executions of: x (3 s, no network)" in capsys.readouterr().out
+    monkeypatch.setattr(cli, "export_figures", lambda: [{"chapter": "x"}, {"chapter": "x"}])
+    assert cli.main(["figures"]) == 0
+    assert "x: 2 figures" in capsys.readouterr().out
+    monkeypatch.setattr(cli, "export_figures", lambda: [])
+    assert cli.main(["figures"]) == 1

@@ -1,5 +1,6 @@
 """Command line: ``python -m rnnbook run <chapter> [--profile full] [--device cuda]
-[--results-dir DIR] [-p name value ...]`` and ``python -m rnnbook seed-book-cache``."""
+[--results-dir DIR] [-p name value ...]``, ``python -m rnnbook book [--offline] [--if-stale]``,
+``python -m rnnbook figures``, ``python -m rnnbook bench`` and ``python -m rnnbook seed-book-cache``."""
 from __future__ import annotations
 
 import argparse
@@ -8,7 +9,7 @@ import sys
 import yaml
 
 from rnnbook.claims import format_value
-from rnnbook.execute import execute_chapter, seed_book_cache
+from rnnbook.execute import FIGURES_EXPORT, build_book, execute_chapter, export_figures, seed_book_cache
 from rnnbook.paths import chapters
 
 
@@ -41,12 +42,35 @@ def main(argv: list[str] | None = None) -> int:
                    help="a chapter parameter; VALUE is parsed as YAML (numbers, lists, null)")
     r.add_argument("--quiet", action="store_true", help="no progress bars")
     sub.add_parser("seed-book-cache", help="let the book reuse fresh test executions")
+    b = sub.add_parser("book", help="build the HTML book, reusing fresh test executions")
+    b.add_argument("--offline", action="store_true", help="build in a network namespace with no network")
+    b.add_argument("--if-stale", action="store_true",
+                   help="keep _build/html if it was built from the current sources")
+    sub.add_parser("figures", help="export the book's figures to _build/figures/<chapter>/")
+    sub.add_parser("bench", help="run every bench/*.py and print their speed-up ratios")
     args = ap.parse_args(argv)
 
     if args.command == "seed-book-cache":
         seeded = seed_book_cache()
         print("book reuses executions of:", ", ".join(seeded) or "none")
         return 0
+    if args.command == "book":
+        stamp = build_book(offline=args.offline, if_stale=args.if_stale)
+        if stamp["reused"]:
+            print("_build/html is up to date with the sources: kept")
+        else:
+            print("book reused executions of:", ", ".join(stamp["seeded"]) or "none",
+                  f"({stamp['seconds']:.0f} s{', no network' if stamp['offline'] else ''})")
+        return 0
+    if args.command == "figures":
+        entries = export_figures()
+        for chapter in sorted({e["chapter"] for e in entries}):
+            n = sum(e["chapter"] == chapter for e in entries)
+            print(f"{FIGURES_EXPORT / chapter}: {n} figures (PNG + SVG), figures.json")
+        return 0 if entries else 1
+    if args.command == "bench":
+        from rnnbook import bench
+        return bench.main()
     parameters = {"profile": args.profile, "device": args.device}
     parameters.update({name: parse_value(value) for name, value in args.p})
     found, out = execute_chapter(args.chapter, parameters, args.results_dir, quiet=args.quiet)

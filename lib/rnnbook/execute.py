@@ -9,9 +9,14 @@ only when the chapter's source and the library's code version are unchanged sinc
 from __future__ import annotations
 
 import contextlib
+import datetime
 import hashlib
+import json
 import os
 import shutil
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +26,8 @@ import nbformat
 import yaml
 
 from rnnbook import claims
-from rnnbook.paths import BOOK_ROOT, BUILD_DIR, CHAPTERS_DIR, chapters, code_version, default_results_dir
+from rnnbook.paths import (BOOK_ROOT, BUILD_DIR, CHAPTERS_DIR, FULL_RESULTS_DIR, chapters, code_version,
+                           default_results_dir, git_commit)
 
 EXECUTED_DIR = BUILD_DIR / "executed"  # executions of default parameters the book may reuse
 BOOK_CACHE = BUILD_DIR / ".jupyter_cache"
@@ -58,7 +64,10 @@ def execute_chapter(chapter: str, parameters: dict[str, Any] | None = None,
                     ) -> tuple[list[claims.Claim], Path]:
     """Run a chapter with papermill; return its claims and the executed notebook's path.
 
-    A cell error raises ``papermill.PapermillExecutionError``.
+    Unless ``quiet``, a bar counts the executed cells and the chapter's own progress bars (its
+    stderr) are shown. A finished run leaves its run record ``run.json`` beside ``claims.json``
+    (:func:`run_record`); a run that stops early leaves none. A cell error raises
+    ``papermill.PapermillExecutionError``.
     """
     import papermill
 
@@ -70,10 +79,64 @@ def execute_chapter(chapter: str, parameters: dict[str, Any] | None = None,
     nb.metadata["rnnbook"] = {"source_sha256": source_hash(chapter),
                               "code_version": code_version(), "parameters": parameters}
     (root / chapter).mkdir(parents=True, exist_ok=True)
+    (root / chapter / RUN_RECORD).unlink(missing_ok=True)
+    started = datetime.datetime.now(datetime.timezone.utc)
+    t0 = time.perf_counter()
     with _env(RNNBOOK_RESULTS=str(root), RNNBOOK_QUIET="1" if quiet else "0"):
         papermill.execute_notebook(nb, str(out), parameters=parameters, cwd=str(CHAPTERS_DIR),
-                                   kernel_name="python3", progress_bar=False)
-    return claims.load(root / chapter / "claims.json"), out
+                                   kernel_name="python3", progress_bar=not quiet,
+                                   stderr_file=None if quiet else sys.stderr)
+    found = claims.load(root / chapter / "claims.json")
+    record = run_record(chapter, parameters, started, time.perf_counter() - t0, found)
+    claims.atomic_write(root / chapter / RUN_RECORD, json.dumps(record, indent=2).encode())
+    return found, out
+
+
+RUN_RECORD = "run.json"
+
+
+def hardware() -> dict[str, Any]:
+    """The machine a run used: CPU, core count, memory and the CUDA devices torch sees."""
+    import platform
+
+    import torch
+
+    cuda = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError):
+        memory = None
+    cpu = platform.processor() or platform.machine()
+    summary = f"{cuda[0]}" + (f" x{len(cuda)}" if len(cuda) > 1 else "") if cuda else \
+        f"{os.cpu_count()} CPU cores ({cpu})"
+    return {"summary": summary, "cpu": cpu, "cpu_count": os.cpu_count(),
+            "memory_gib": round(memory, 1) if memory else None, "cuda": cuda,
+            "system": f"{platform.system()} {platform.release()}"}
+
+
+def run_record(chapter: str, parameters: dict[str, Any], started: datetime.datetime,
+               wall_seconds: float, found: list[claims.Claim]) -> dict[str, Any]:
+    """Where, when and with what a chapter run was made (``run.json``)."""
+    import platform
+    from importlib import metadata
+
+    import torch
+
+    versions = {"python": platform.python_version(), "rnnbook_code": code_version()}
+    for package in ("torch", "numpy", "scipy", "matplotlib", "papermill"):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            versions[package] = metadata.version(package)
+    device = parameters.get("device", "auto")
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return {"chapter": chapter, "profile": parameters.get("profile", "quick"),
+            "parameters": claims.to_json(parameters), "device": device,
+            "hardware": hardware(), "versions": versions, "commit": git_commit(),
+            "source_sha256": source_hash(chapter),
+            "started": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "finished": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "wall_seconds": round(wall_seconds, 1),
+            "claims": {"total": len(found), "passed": sum(c.passed for c in found)}}
 
 
 def seed_book_cache(executed_dir: Path = EXECUTED_DIR, cache_path: Path = BOOK_CACHE,
@@ -108,10 +171,104 @@ def seed_book_cache(executed_dir: Path = EXECUTED_DIR, cache_path: Path = BOOK_C
             continue
         for i, (s, r) in enumerate(zip(src, run), start=1):
             s.outputs, s.execution_count = r.outputs, i
-        cache.cache_notebook_bundle(CacheBundleIn(nb, str(chapter_source(chapter))))
+        seconds = executed.metadata.get("papermill", {}).get("duration")
+        cache.cache_notebook_bundle(CacheBundleIn(nb, str(chapter_source(chapter)),
+                                                  data={"execution_seconds": seconds}))
         seeded.append(chapter)
     config = yaml.safe_load((BOOK_ROOT / "_config.yml").read_text())
     config["execute"].update(execute_notebooks="cache", cache=str(cache_path))
     config_path.parent.mkdir(parents=True, exist_ok=True)
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     return seeded
+
+
+# ------------------------------------------------------------------------ building the book
+
+HTML_DIR = BUILD_DIR / "html"
+BUILD_STAMP = HTML_DIR / ".rnnbook-build.json"  # what the HTML in HTML_DIR was built from
+FIGURES_EXPORT = BUILD_DIR / "figures"
+JB_FLAGS = ["-W", "-n", "--keep-going"]
+
+# Run in a new network namespace: bring up loopback (kernels talk over 127.0.0.1), then exec argv.
+_LOOPBACK_UP = """import fcntl, os, socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+flags = struct.unpack("16sH14s", fcntl.ioctl(s, 0x8913, struct.pack("16sH14s", b"lo", 0, b"")))[1]
+fcntl.ioctl(s, 0x8914, struct.pack("16sH14s", b"lo", flags | 1, b""))  # SIOCSIFFLAGS: IFF_UP
+os.execvp(sys.argv[1], sys.argv[1:])
+"""
+
+
+def offline_prefix() -> list[str] | None:
+    """A command prefix that runs its command with no network at all (a new network namespace with
+    only loopback, via ``unshare -n`` or, unprivileged, ``unshare -rn``), or None where this
+    machine does not permit one."""
+    if not shutil.which("unshare"):
+        return None
+    for flags in ("-n", "-rn"):
+        prefix = ["unshare", flags, sys.executable, "-c", _LOOPBACK_UP]
+        try:
+            ok = subprocess.run([*prefix, "true"], capture_output=True, timeout=30).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            ok = False
+        if ok:
+            return prefix
+    return None
+
+
+def book_inputs() -> str:
+    """A hash of everything the HTML book is made from: its sources, configuration, static files,
+    the library's code version and the committed full-profile results it shows."""
+    h = hashlib.sha256(code_version().encode())
+    files = [*BOOK_ROOT.glob("*.md"), *BOOK_ROOT.glob("*.yml"), *BOOK_ROOT.glob("*.bib"),
+             *CHAPTERS_DIR.glob("*.md"), *(BOOK_ROOT / "_static").rglob("*"),
+             *FULL_RESULTS_DIR.glob("*/claims.json"), *FULL_RESULTS_DIR.glob("*/run.json")]
+    for path in sorted(p for p in files if p.is_file()):
+        h.update(path.relative_to(BOOK_ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def built_stamp() -> dict[str, Any] | None:
+    """The stamp of the HTML build if it was made from the current inputs, else None."""
+    if not BUILD_STAMP.exists():
+        return None
+    stamp = json.loads(BUILD_STAMP.read_text())
+    return stamp if stamp.get("inputs") == book_inputs() else None
+
+
+def build_book(offline: bool = False, if_stale: bool = False) -> dict[str, Any]:
+    """Build the HTML book in ``_build/html`` (quick profile, CPU, Sphinx warnings as errors),
+    reusing fresh test executions (:func:`seed_book_cache`); with ``offline``, in a network
+    namespace with no network (an error where none can be made). With ``if_stale``, keep a build
+    made from the current inputs (with no network, if ``offline``). Return the build's stamp."""
+    stamp = built_stamp() if if_stale else None
+    if stamp and (stamp["offline"] or not offline):
+        return {**stamp, "reused": True}
+    prefix = []
+    if offline:
+        prefix = offline_prefix()
+        if prefix is None:
+            raise RuntimeError("no network namespace can be made here (unshare -n / -rn refused)")
+    inputs = book_inputs()
+    BUILD_STAMP.unlink(missing_ok=True)
+    seeded = seed_book_cache()
+    t0 = time.perf_counter()
+    jb = Path(sys.executable).parent / "jupyter-book"
+    cmd = [*prefix, str(jb), "build", str(BOOK_ROOT), "--all", *JB_FLAGS, "--config", str(REUSE_CONFIG)]
+    env = {**os.environ, "RNNBOOK_QUIET": "1", "CUDA_VISIBLE_DEVICES": ""}
+    subprocess.run(cmd, check=True, env=env, cwd=BOOK_ROOT)
+    stamp = {"inputs": inputs, "offline": offline, "seeded": seeded,
+             "seconds": round(time.perf_counter() - t0, 1), "commit": git_commit(),
+             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    claims.atomic_write(BUILD_STAMP, json.dumps(stamp, indent=2).encode())
+    return {**stamp, "reused": False}
+
+
+def export_figures(html_dir: Path = HTML_DIR, dest: Path = FIGURES_EXPORT) -> list[dict[str, Any]]:
+    """Copy every chapter's figure files and ``figures.json`` from the HTML build (where the
+    :mod:`rnnbook.figures` extension put them) to ``dest/<chapter>/``; return all entries."""
+    shutil.rmtree(dest, ignore_errors=True)
+    entries = []
+    for manifest in sorted((html_dir / "_figures").glob("*/figures.json")):
+        shutil.copytree(manifest.parent, dest / manifest.parent.name)
+        entries += json.loads(manifest.read_text())
+    return entries

@@ -2,18 +2,24 @@
 
 :func:`save_figure` writes ``<name>.png`` (200 dpi) and ``<name>.svg`` with stable names, records the
 caption in ``figures.json`` beside them and shows the figure in the book as a numbered MyST figure
-labelled ``fig-<chapter>-<name>`` (cite it with ``{numref}`fig-<chapter>-<name>```).
+labelled ``fig-<chapter>-<name>`` (cite it with ``{numref}`fig-<chapter>-<name>```). Loaded as a
+Sphinx extension, this module links every figure of the book to its PNG and SVG files.
 """
 from __future__ import annotations
 
 import base64
+import datetime
+import hashlib
 import json
+import posixpath
 import re
+import shutil
 from pathlib import Path
 
 import matplotlib
 import matplotlib.pyplot as plt
 
+from rnnbook import paths as rnnbook_paths
 from rnnbook.claims import atomic_write
 
 DPI = 200
@@ -54,8 +60,12 @@ def label(chapter: str, name: str) -> str:
 
 
 def save_figure(fig: plt.Figure, name: str, caption: str, figures_dir: Path, chapter: str,
-                show: bool = True) -> dict[str, Path]:
-    """Export ``fig`` as PNG and SVG under ``figures_dir`` and show it with ``caption`` (MyST)."""
+                show: bool = True, provenance: dict | None = None) -> dict[str, Path]:
+    """Export ``fig`` as PNG and SVG under ``figures_dir`` and show it with ``caption`` (MyST).
+
+    The files are also stored by content under :data:`rnnbook.paths.FIGURE_STORE` with
+    ``provenance`` (profile, seed, commit, date, ...), where the book build's extension
+    (:func:`setup`) finds them to link each figure to its files."""
     if not NAME.match(name):
         raise ValueError(f"figure name {name!r} must match {NAME.pattern}")
     figures_dir.mkdir(parents=True, exist_ok=True)
@@ -64,19 +74,23 @@ def save_figure(fig: plt.Figure, name: str, caption: str, figures_dir: Path, cha
         fig.savefig(paths["png"], dpi=DPI, metadata={"Software": None})
         fig.savefig(paths["svg"], metadata={"Date": None})
     _record(figures_dir / "figures.json", chapter, name, caption)
+    key = store(paths, {"chapter": chapter, "name": name, "caption": caption, **(provenance or {})})
     plt.close(fig)
     if show:
         from IPython.display import Markdown, display
-        display(Markdown(figure_myst(paths["png"], label(chapter, name), caption)))
+        display(Markdown(figure_myst(paths["png"], label(chapter, name), caption, key)))
     return paths
 
 
-def figure_myst(png: Path, name: str, caption: str) -> str:
-    """A MyST ``figure`` directive embedding ``png`` (self-contained: no path to resolve)."""
+def figure_myst(png: Path, name: str, caption: str, key: str | None = None) -> str:
+    """A MyST ``figure`` directive embedding ``png`` (self-contained: no path to resolve); ``key``
+    names the figure's stored files (see :func:`store`)."""
     uri = "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode()
     alt = " ".join(re.sub(r"[{}`$\\]", "", caption).split())[:200]
     fence = "`" * max(4, 1 + max((len(m) for m in re.findall(r"`+", caption)), default=0))
-    return f"{fence}{{figure}} {uri}\n:name: {name}\n:alt: {alt}\n:width: 90%\n\n{caption}\n{fence}\n"
+    figclass = f":figclass: rnnbook-figure {KEY_CLASS}{key}\n" if key else ""
+    return (f"{fence}{{figure}} {uri}\n:name: {name}\n:alt: {alt}\n:width: 90%\n{figclass}\n"
+            f"{caption}\n{fence}\n")
 
 
 def _record(manifest: Path, chapter: str, name: str, caption: str) -> None:
@@ -84,3 +98,112 @@ def _record(manifest: Path, chapter: str, name: str, caption: str) -> None:
     entries[name] = {"chapter": chapter, "name": name, "caption": caption,
                      "files": [f"{name}.png", f"{name}.svg"]}
     atomic_write(manifest, json.dumps(entries, indent=2).encode())
+
+
+# ------------------------------------------------------------ figure files in the book (all chapters)
+
+KEY_CLASS = "rnnbook-key-"  # figure class carrying the key of its stored files
+FIGURES_URL = "_figures"  # the figure files' folder in the HTML build: _figures/<chapter>/<name>.*
+
+
+def store(paths: dict[str, Path], record: dict) -> str:
+    """Keep copies of a figure's PNG and SVG, and its ``record``, in the figure store under a key
+    made from their content; return the key. Same content, same key: runs never collide."""
+    blobs = {fmt: p.read_bytes() for fmt, p in paths.items()}
+    key = hashlib.sha256(blobs["png"] + b"\0" + blobs["svg"]).hexdigest()[:20]
+    root = rnnbook_paths.FIGURE_STORE
+    for fmt, blob in blobs.items():
+        if not (root / f"{key}.{fmt}").exists():
+            atomic_write(root / f"{key}.{fmt}", blob)
+    atomic_write(root / f"{key}.json", json.dumps(record, indent=2, sort_keys=True).encode())
+    return key
+
+
+def provenance(profile: str, seed: int, device: str) -> dict:
+    """How a figure was made: the run's profile, seed and device, the book's commit, the library's
+    code version and the date (UTC)."""
+    return {"profile": profile, "seed": seed, "device": device,
+            "commit": rnnbook_paths.git_commit(), "code_version": rnnbook_paths.code_version(),
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+def paper_of(source: str, bib: str) -> str:
+    """The paper a chapter re-derives: its first ``{cite:t}`` key, with authors, year and title
+    from ``references.bib`` (the key alone if the entry is not found)."""
+    m = re.search(r"\{cite:t\}`([^`]+)`", source)
+    if not m:
+        return ""
+    key = m.group(1).split(",")[0].strip()
+    entry = re.search(r"@\w+\{\s*" + re.escape(key) + r"\s*,(.*?)\n\}", bib, re.S)
+    if not entry:
+        return key
+
+    def field(name: str) -> str:
+        f = re.search(rf"\b{name}\s*=\s*[{{\"](.*?)[}}\"]\s*,?\s*(?:\n|$)", entry.group(1), re.S)
+        return " ".join(f.group(1).replace("{", "").replace("}", "").split()) if f else ""
+    return f"{field('author')} ({field('year')}). {field('title')}. [{key}]"
+
+
+def _link_figures(app, doctree, docname: str) -> None:
+    """Sphinx ``doctree-resolved``: copy each stored figure of ``docname`` to
+    ``_figures/<chapter>/<name>.{png,svg}`` in the HTML build, show the image from that file, link
+    both files under the caption, and write ``_figures/<chapter>/figures.json``."""
+    from docutils import nodes
+    from sphinx.util import logging
+
+    if app.builder.format != "html":
+        return
+    log = logging.getLogger(__name__)
+    here = posixpath.dirname(app.builder.get_target_uri(docname))
+    entries, paper = [], None
+    for fig in doctree.findall(nodes.figure):
+        key = next((c[len(KEY_CLASS):] for c in fig["classes"] if c.startswith(KEY_CLASS)), None)
+        if key is None:
+            continue
+        root = rnnbook_paths.FIGURE_STORE
+        if not all((root / f"{key}.{x}").exists() for x in ("png", "svg", "json")):
+            log.warning(f"figure files {key} of {docname} are not in {root}: execute the chapter "
+                        "again (make clean book)", location=fig)
+            continue
+        record = json.loads((root / f"{key}.json").read_text())
+        chapter, name = record["chapter"], record["name"]
+        if paper is None:
+            paper = paper_of(Path(app.env.doc2path(docname)).read_text(),
+                             (Path(app.srcdir) / "references.bib").read_text()
+                             if (Path(app.srcdir) / "references.bib").exists() else "")
+        out = Path(app.outdir) / FIGURES_URL / chapter
+        if not entries:
+            shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True, exist_ok=True)
+        urls = {}
+        for fmt in ("png", "svg"):
+            shutil.copyfile(root / f"{key}.{fmt}", out / f"{name}.{fmt}")
+            urls[fmt] = posixpath.relpath(f"{FIGURES_URL}/{chapter}/{name}.{fmt}", here or ".")
+        for image in fig.findall(nodes.image):
+            image["uri"] = urls["png"]
+        links = nodes.paragraph(classes=["rnnbook-figure-files"])
+        links += nodes.Text("Files: ")
+        links += nodes.reference("", f"PNG ({DPI} dpi)", refuri=urls["png"],
+                                 classes=["rnnbook-figure-file"])
+        links += nodes.Text(" · ")
+        links += nodes.reference("", "SVG", refuri=urls["svg"], classes=["rnnbook-figure-file"])
+        if "profile" in record:
+            links += nodes.Text(f" — {record['profile']} profile, seed {record.get('seed')}, commit "
+                                f"{record.get('commit')}, {record.get('date', '')[:10]}")
+        legend = next(iter(fig.findall(nodes.legend)), None)
+        if legend is None:
+            legend = nodes.legend()
+            fig += legend
+        legend += links
+        entries.append({**record, "paper": paper, "label": label(chapter, name),
+                        "files": [f"{name}.png", f"{name}.svg"]})
+    if entries:
+        atomic_write(Path(app.outdir) / FIGURES_URL / entries[0]["chapter"] / "figures.json",
+                     json.dumps(entries, indent=2).encode())
+
+
+def setup(app) -> dict:
+    """Sphinx extension (``_config.yml``: ``sphinx.extra_extensions: [rnnbook.figures]``): each
+    figure of the book links to its PNG and SVG, copied into the HTML build."""
+    app.connect("doctree-resolved", _link_figures)
+    return {"parallel_read_safe": True, "parallel_write_safe": False}

@@ -31,3 +31,24 @@ def code_version() -> str:
         h.update(path.relative_to(LIB_DIR).as_posix().encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
+
+
+FULL_RESULTS_DIR = BOOK_ROOT / "data" / "results" / "full"  # committed full-profile results
+FIGURE_STORE = BUILD_DIR / "figure-store"  # figure files by content, for the book build's links
+
+
+@cache
+def git_commit() -> str:
+    """The book's commit (12 hex digits), with ``-dirty`` when tracked sources differ from it, or
+    ``unknown`` outside a git checkout."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(BOOK_ROOT), *args], capture_output=True, text=True,
+                              check=True, timeout=30).stdout.strip()
+    try:
+        commit = git("rev-parse", "--short=12", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return commit + ("-dirty" if dirty else "")

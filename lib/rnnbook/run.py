@@ -22,8 +22,8 @@ from tqdm.std import tqdm
 from rnnbook import params
 from rnnbook.cache import Cache
 from rnnbook.claims import Claim, Claims
-from rnnbook.figures import save_figure, use_style
-from rnnbook.paths import code_version, default_results_dir
+from rnnbook.figures import provenance, save_figure, use_style
+from rnnbook.paths import FULL_RESULTS_DIR, code_version, default_results_dir
 
 T = TypeVar("T")
 
@@ -59,16 +59,20 @@ class Run:
     def save_figure(self, fig, name: str, caption: str) -> None:
         """Export ``fig`` to ``figures/<name>.{png,svg}`` and show it labelled
         ``fig-<chapter>-<name>``."""
-        save_figure(fig, name, caption, self.dir / "figures", self.chapter)
+        save_figure(fig, name, caption, self.dir / "figures", self.chapter,
+                    provenance=provenance(self.profile, self.seed, self.device.type))
 
     def progress(self, iterable: Iterable[T], **kwargs) -> Iterable[T]:
         """A tqdm progress bar (silent when ``RNNBOOK_QUIET`` is set)."""
         return tqdm(iterable, disable=quiet(), dynamic_ncols=True, **kwargs)
 
     def show_claims(self) -> None:
-        """Show the claims table (the chapter's last cell)."""
+        """Show the claims table (the chapter's last cell), and beside it the committed
+        full-profile results of the chapter when this is a quick run."""
         from IPython.display import HTML, display
         display(HTML(self.claims.table_html()))
+        if self.profile == "quick":
+            display(HTML(full_results_html(self.chapter, self.claims.items)))
 
     def banner(self) -> None:
         """Show how this run was made (profile, device, seed, code version)."""
@@ -101,3 +105,40 @@ def setup(chapter: str, profile: str = "quick", device: str = "auto", seed: int 
     root = Path(results_dir) if results_dir is not None else default_results_dir(profile)
     return Run(chapter, profile, dev, seed, root.expanduser().resolve() / chapter)
 
+
+
+def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULTS_DIR) -> str:
+    """The committed full-profile claims of ``chapter`` (``<root>/<chapter>/claims.json`` with the
+    run record ``run.json`` of a finished run) beside this run's ``quick`` ones, labelled with where
+    and when they were made; or a short note saying that none are committed and how to make them."""
+    import html
+    import json
+
+    from rnnbook.claims import format_value, load
+
+    folder = root / chapter
+    if not (folder / "claims.json").exists() or not (folder / "run.json").exists():
+        return ('<p class="rnnbook-full-results">No full-profile results of this chapter are '
+                "committed yet: make them on a GPU machine with <code>make full DEVICE=cuda</code> "
+                f"(or <code>python -m rnnbook run {chapter} --profile full --device cuda "
+                "--results-dir data/results/full</code>) and commit "
+                f"<code>data/results/full/{chapter}/</code>.</p>")
+    record = json.loads((folder / "run.json").read_text())
+    full = {c.id: c for c in load(folder / "claims.json")}
+    where = ", ".join(str(x) for x in (record.get("hardware", {}).get("summary"),
+                                       record.get("device")) if x)
+    label = (f"Full-profile results, made {record.get('finished', '?')[:10]} on {where or '?'} "
+             f"in {record.get('wall_seconds', 0) / 60:.0f} min, commit {record.get('commit', '?')}")
+    head = "".join(f"<th>{h}</th>" for h in ("id", "quick value", "quick verdict", "full value",
+                                             "full verdict", "full check"))
+    rows = []
+    for cid in list(dict.fromkeys([c.id for c in quick] + list(full))):
+        q = next((c for c in quick if c.id == cid), None)
+        f = full.get(cid)
+        cells = [cid, format_value(q.value) if q else "", q.verdict if q else "",
+                 format_value(f.value) if f else "", f.verdict if f else "",
+                 ("✓" if f.passed else "✗") if f else ""]
+        rows.append("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in cells) + "</tr>")
+    return (f'<div class="claims-table rnnbook-full-results"><p><strong>{html.escape(label)}'
+            f'</strong></p><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}'
+            "</tbody></table></div>")
