@@ -131,3 +131,10 @@ def test_resolve_derives_teacher_and_k_from_d_hat():
     s = resolve(d_hat=[3], teacher_eigs=[[0.9, -0.5, 0.2]], d=30)
     lam, w, ks = s.teachers[3]
     assert lam == (0.9, -0.5, 0.2) and math.isclose(sum(w), 1.0) and ks == list(range(1, 10))
+
+
+def test_plot_prop3_short_student_horizon():
+    # a student horizon q = 20 shorter than the plot's 21 taps (rerun with -p horizon_q 20)
+    lam, w = ex.TEACHERS[2]
+    fig = ex.plot_prop3(lam, w, 6, np.zeros(20))
+    assert len(fig.axes[0].lines[0].get_xdata()) == 20

@@ -10,6 +10,7 @@ import html
 import json
 import math
 import os
+import re
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -88,13 +89,19 @@ class Claims:
         """The claims as an HTML table (the chapter's closing table)."""
         head = "".join(f"<th>{f}</th>" for f in FIELDS)
         rows = []
-        for c in self.items:
+        for c in sorted(self.items, key=id_order):
             cells = [c.id, c.statement, c.source, format_value(c.value), c.tolerance, c.verdict,
                      "✓" if c.passed else "✗"]
             tds = "".join(f"<td>{html.escape(str(x))}</td>" for x in cells)
             rows.append(f'<tr class="claim-{"pass" if c.passed else "fail"}">{tds}</tr>')
         return (f'<div class="claims-table"><table><thead><tr>{head}</tr></thead>'
                 f'<tbody>{"".join(rows)}</tbody></table></div>')
+
+
+def id_order(claim: Claim) -> tuple:
+    """Sort key of claim ids in the specification's order: C2 < C10 < C10-train < E1."""
+    m = re.fullmatch(r"([A-Za-z]*)(\d*)(.*)", claim.id)
+    return (m[1], int(m[2]) if m[2] else -1, m[3])
 
 
 def load(path: Path) -> list[Claim]:

@@ -732,9 +732,10 @@ def plot_transition(rows: Sequence[dict], gate: float, title: str):
 def plot_prop3(lam: Sequence[float], w: Sequence[float], k: int, h_gd: np.ndarray | None,
                alpha: float = 1.0, n: int = 21):
     """F6: impulse responses of the teacher, a GD student (if one was trained at this k) and the
-    Prop. 3 construction."""
+    Prop. 3 construction, over the first ``n`` taps (fewer if the student's horizon is shorter)."""
     import matplotlib.pyplot as plt
 
+    n = min(n, len(h_gd)) if h_gd is not None else n
     A, B, C, _ = prop3_student(lam, w, k, alpha)
     h3 = impulse_response(A[None], B[None], C[None], n)[0].numpy()
     fig, ax = plt.subplots()
