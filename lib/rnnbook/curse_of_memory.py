@@ -147,7 +147,7 @@ def S(l1, l2, rho):
 
 
 def dh_dlamb(lam, rho):
-    """K2, Eq. cm-dh: :math:`E[(d_\\lambda h)^2] = \\frac{(1+\\lambda^2)(1-\\lambda^2\\rho^2)+2(1-\\lambda^2)\\lambda\\rho}{(1-\\lambda^2)^3(1-\\lambda\\rho)^2}`."""
+    """K2, Eq. cm-h2: :math:`E[(d_\\lambda h)^2] = \\frac{(1+\\lambda^2)(1-\\lambda^2\\rho^2)+2(1-\\lambda^2)\\lambda\\rho}{(1-\\lambda^2)^3(1-\\lambda\\rho)^2}`."""
     return (((1 + lam ** 2) * (1 - lam ** 2 * rho ** 2) + 2 * (1 - lam ** 2) * lam * rho)
             / ((1 - lam ** 2) ** 3 * (1 - lam * rho) ** 2))
 
