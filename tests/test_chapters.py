@@ -20,6 +20,17 @@ BAD_PARAMETERS = {
                           ({"b0": 0}, "b0")],
     "curse_of_memory": [({"rho": 2}, "rho"), ({"nu0_values": [0.5, 1.0]}, "nu0_values"),
                         ({"steps": 0}, "steps"), ({"hidden_size": 63}, "hidden_size")],
+    "stable_models": [({"tasks": ["mnist"]}, "tasks"), ({"hidden_size": 0}, "hidden_size"),
+                      ({"lstm_constraint": "col"}, "lstm_constraint"),
+                      ({"profile": "fast"}, "profile")],
+}
+
+
+# claims our quick profile does not reproduce, each explained in its chapter: they must fail
+KNOWN_FAILURES = {
+    # JSB at 4 chorales per step: ‖W‖₂ flat in k (C9), NLL rises with k (C11), and the k = 40 weight
+    # gap, tiny, dips once over the epochs (C12, "partly")
+    "stable_models": {"C9", "C11", "C12"},
 }
 
 
@@ -28,8 +39,11 @@ def test_chapter_quick_claims(chapter, tmp_path):
     found, _ = execute_chapter(chapter, {}, tmp_path, output=EXECUTED_DIR / f"{chapter}.ipynb",
                                quiet=True)
     assert found, f"{chapter} recorded no claims"
-    failed = [f"{c.id}: {c.value}" for c in found if not c.passed]
-    assert not failed, f"{chapter}: claims failed: {failed}"
+    failed = {c.id for c in found if not c.passed}
+    expected = KNOWN_FAILURES.get(chapter, set())
+    assert failed == expected, (f"{chapter}: claims failed: "
+                                f"{[f'{c.id}: {c.value}' for c in found if c.id in failed - expected]}; "
+                                f"expected to fail but passed: {sorted(expected - failed)}")
     assert (tmp_path / chapter / "figures" / "figures.json").exists()
 
 

@@ -64,3 +64,29 @@ def constrain_lstm_(lstm: torch.nn.LSTM, mode: str = "row") -> None:
         W, U = constrain_lstm(lstm.weight_hh_l0, lstm.weight_ih_l0, mode)
         lstm.weight_hh_l0.copy_(W)
         lstm.weight_ih_l0.copy_(U)
+
+
+def truncated_forward(rnn: torch.nn.RNNBase, x: torch.Tensor, k: int | None) -> torch.Tensor:
+    """§3.1: the outputs :math:`h^k_t` of the depth-k truncated model, the state reached by running
+    the map from :math:`h = 0` over :math:`x_{t-k+1..t}` only (``x``: batch x T x m, batch-first).
+
+    For :math:`t < k` the window is the whole prefix, so :math:`h^k_t = h_t`; the later windows are
+    unfolded into one batch of length-k sequences (cost T·k, one call). ``k=None`` is the recurrent
+    model itself."""
+    B, T, m = x.shape
+    if k is None or k >= T:
+        return rnn(x)[0]
+    head = rnn(x[:, :k - 1])[0] if k > 1 else x.new_zeros(B, 0, rnn.hidden_size)
+    windows = x.unfold(1, k, 1).permute(0, 1, 3, 2).reshape(B * (T - k + 1), k, m)
+    tail = rnn(windows)[0][:, -1].reshape(B, T - k + 1, -1)
+    return torch.cat([head, tail], 1)
+
+
+def lstm_row_ratio(lstm: torch.nn.LSTM) -> float:
+    """C1-train: the largest row sum :math:`\\sum_j|W_{ij}|` of each constrained block divided by
+    its bound c (at most 1 after :func:`constrain_lstm_` in mode ``row``)."""
+    with torch.no_grad():
+        blocks = list(zip(GATES, lstm.weight_hh_l0.chunk(4, 0)))
+        ratios = [b.abs().sum(1).max() / LSTM_W_BOUNDS[g] for g, b in blocks]
+        ratios.append(lstm.weight_ih_l0.chunk(4, 0)[1].abs().sum(1).max() / LSTM_U_F_BOUND)
+        return float(max(ratios))

@@ -1,0 +1,95 @@
+"""Figures of the stable-models chapter (Miller & Hardt 2019): F2–F5, E1, E2.
+
+Named functions returning a matplotlib Figure; the computations they draw live in
+:mod:`rnnbook.stable_models_train` and :mod:`rnnbook.stable_models_experiments`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def plot_f2(ks: list[int], nll: dict[str, list[float]], w_norm: list[float]):
+    """F2 (§4.3): JSB test NLL of the unstable and stable RNN and the unstable RNN's
+    :math:`\\|W\\|_2` against the training truncation k."""
+    import matplotlib.pyplot as plt
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for name, v in nll.items():
+        a.plot(ks, v, "o-", label=name)
+    a.set_xscale("log", base=2)
+    a.set_xlabel("training truncation k")
+    a.set_ylabel("test NLL per frame (nats)")
+    a.legend()
+    b.plot(ks, w_norm, "o-", color="C0")
+    b.axhline(1, color="0.6", ls="--", lw=1)
+    b.set_xscale("log", base=2)
+    b.set_xlabel("training truncation k")
+    b.set_ylabel(r"$\|W\|_2$ of the unstable RNN")
+    return fig
+
+
+def plot_f3(g: dict[str, np.ndarray]):
+    """F3 (Fig. 3): mean gradient norm :math:`\\|\\partial\\ell_t/\\partial x_{t-i}\\|` against i."""
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    for name, v in g.items():
+        ax.plot(np.arange(len(v)), v, label=name)
+    ax.set_yscale("log")
+    ax.set_xlabel("distance i into the past")
+    ax.set_ylabel(r"mean $\|\partial \ell_t / \partial x_{t-i}\|$")
+    ax.legend()
+    return fig
+
+
+def plot_f4(ks: list[int], curves: dict[str, list[float]], full: dict[str, float]):
+    """F4 (Fig. 4): JSB test NLL against the truncation k; dashed: the recurrent model."""
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    for i, (name, v) in enumerate(curves.items()):
+        ax.plot(ks, v, "o-", color=f"C{i}", label=f"{name}, truncated")
+        ax.axhline(full[name], color=f"C{i}", ls="--", lw=1, label=f"{name}, recurrent")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("truncation k")
+    ax.set_ylabel("test NLL per frame (nats)")
+    ax.legend(fontsize=9)
+    return fig
+
+
+def plot_f5(gaps: dict[int, list[float]], ref: int):
+    """F5 (Fig. 5): :math:`\\|w_k - w_{ref}\\|` after each epoch, same init and data order."""
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    for k, v in gaps.items():
+        ax.plot(np.arange(len(v)), v, "o-", label=f"k = {k}")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel(rf"$\|w_k - w_{{{ref}}}\|_2$")
+    ax.legend()
+    return fig
+
+
+def plot_e1(norms: dict[str, list[float]]):
+    """E1: :math:`\\|W_{hh}\\|_2` during training of every unconstrained model."""
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    for name, v in norms.items():
+        ax.plot(np.linspace(0, 1, len(v)), v, label=name)
+    ax.axhline(1, color="0.6", ls="--", lw=1)
+    ax.set_xlabel("fraction of training")
+    ax.set_ylabel(r"$\|W_{hh}\|_2$")
+    ax.legend(fontsize=8, ncol=2)
+    return fig
+
+
+def plot_e2(S_hat: dict[str, dict[int, float]]):
+    """E2: contraction estimates :math:`\\hat S_r` against r for every model."""
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for name, d in S_hat.items():
+        rs = sorted(d)
+        ax.plot(rs, [max(d[r], 1e-30) for r in rs], "o-", label=name)
+    ax.axhline(1, color="0.6", ls="--", lw=1)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("r (steps of the map)")
+    ax.set_ylabel(r"$\hat S_r$")
+    ax.legend(fontsize=8, ncol=2)
+    return fig

@@ -1,0 +1,933 @@
+"""Models, training and stability diagnostics of the stable-models chapter (Miller & Hardt 2019).
+
+Serves the chapter "stable_models" (spec §3–§6): one-layer tanh RNNs and LSTMs trained by SGD with
+clipping, *unstable* (plain) or *stable* (projected after every step: :math:`\\|W\\|_2 \\le 1` for
+the RNN, the LSTM's row-sum constraint), optionally as depth-k truncated models (§3.1); the
+gradient-decay probe of Fig. 3 and the data-dependent contraction estimate :math:`\\hat S_r` (§4.3).
+"""
+from __future__ import annotations
+
+import copy
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.utils.rnn import pad_sequence
+
+from rnnbook import params
+from rnnbook import stable_models as sm
+from rnnbook import stable_models_data as smd
+
+TASKS = ("jsb", "atis", "ptb_char", "ptb_word", "wikitext2")
+CELLS = ("rnn", "lstm")
+METRIC = {"jsb": "NLL", "atis": "F1", "ptb_char": "bpc", "ptb_word": "ppl", "wikitext2": "ppl"}
+
+
+# ============================================================================ settings
+@dataclass(frozen=True)
+class TaskConfig:
+    """Training settings of one task (spec §4 table; every value but JSB's is our choice)."""
+
+    task: str
+    hidden: int
+    lr: float
+    clip: float
+    epochs: int
+    batch: int = 1
+    emb: int = 0  # embedding size (0: the inputs are used as they are, JSB's 88 keys)
+    bptt: int = 0  # language models: truncated-BPTT chunk length
+    max_train_tokens: int | None = None
+    schedule: str | None = None  # None, "fork" (÷10 if val > max of last 3), "plateau" (÷4)
+    dropout: float = 0.0
+
+
+QUICK = {
+    "jsb": TaskConfig("jsb", 128, lr=1.0, clip=1.0, epochs=15, batch=4),
+    "atis": TaskConfig("atis", 128, lr=1.0, clip=1.0, epochs=12, batch=16, emb=64),
+    "ptb_char": TaskConfig("ptb_char", 128, lr=2.0, clip=0.25, epochs=1, batch=32, emb=128,
+                           bptt=100, max_train_tokens=1_500_000),
+    "ptb_word": TaskConfig("ptb_word", 128, lr=20.0, clip=0.25, epochs=1, batch=20, emb=128,
+                           bptt=35, max_train_tokens=200_000),
+}
+FULL = {
+    "jsb": TaskConfig("jsb", 256, lr=0.5, clip=1.0, epochs=100, batch=1, schedule="fork"),
+    "atis": TaskConfig("atis", 256, lr=1.0, clip=1.0, epochs=30, batch=16, emb=64,
+                       schedule="best"),
+    "ptb_char": TaskConfig("ptb_char", 512, lr=2.0, clip=0.25, epochs=20, batch=32, emb=128,
+                           bptt=100, max_train_tokens=5_000_000, schedule="plateau"),
+    "wikitext2": TaskConfig("wikitext2", 650, lr=20.0, clip=0.25, epochs=40, batch=20, emb=650,
+                            bptt=35, schedule="plateau", dropout=0.2),
+}
+
+
+@dataclass
+class Settings:
+    """The chapter's resolved parameters (spec §4 parameters cell)."""
+
+    profile: str
+    tasks: list[str]
+    configs: dict[str, TaskConfig]
+    data_dir: str | None
+    lstm_forget_bias: float
+    lstm_constraint: str
+    seeds: list[int]
+    lm_device: torch.device
+    f2_k: list[int] = field(default_factory=list)  # training truncations of F2/F4 (JSB)
+    f5_k: list[int] = field(default_factory=list)
+    f5_epochs: int = 6
+    f5_ref: int = 65
+    workers: int = 2  # training processes (one thread each)
+    contraction: tuple[int, int] = (20, 200)  # C8: starts x ascent steps
+    e2_contraction: tuple[int, int] = (10, 100)
+
+
+def resolve(profile, device, seed, tasks, hidden_size, epochs, max_train_tokens, data_dir,
+            lstm_forget_bias, lstm_constraint, n_seeds) -> Settings:
+    """Check every parameter before any compute (raising :class:`rnnbook.ParameterError`, or
+    :class:`rnnbook.data.DataError` naming ``data_dir`` and the file) and fill in the defaults."""
+    params.choice("profile", profile, params.PROFILES)
+    dev = params.device(device)
+    params.integer("seed", seed, lo=0)
+    full = profile == "full"
+    base = FULL if full else QUICK
+    if tasks is None:
+        tasks = list(base)
+    tasks = [params.choice("tasks", t, TASKS) for t in params.sequence("tasks", tasks)]
+    if len(set(tasks)) != len(tasks):
+        raise params.ParameterError("tasks", tasks, f"distinct names among {list(TASKS)}")
+    configs = {t: base.get(t, (QUICK | FULL)[t]) for t in tasks}
+    if hidden_size is not None:
+        h = params.integer("hidden_size", hidden_size, lo=1)
+        configs = {t: replace(c, hidden=h, emb=h if c.bptt and c.task != "ptb_char" else c.emb)
+                   for t, c in configs.items()}
+    if epochs is not None:
+        per = epochs if isinstance(epochs, dict) else {t: epochs for t in tasks}
+        for t, e in per.items():
+            params.choice("epochs", t, tasks)
+            configs[t] = replace(configs[t], epochs=params.integer("epochs", e, lo=1))
+    if max_train_tokens is not None:
+        n = params.integer("max_train_tokens", max_train_tokens, lo=1000)
+        configs = {t: replace(c, max_train_tokens=n) if c.bptt else c for t, c in configs.items()}
+    if data_dir is not None and not isinstance(data_dir, str):
+        raise params.ParameterError("data_dir", data_dir, "None or a directory path")
+    lstm_forget_bias = params.real("lstm_forget_bias", lstm_forget_bias)
+    params.choice("lstm_constraint", lstm_constraint, sm.LSTM_CONSTRAINTS)
+    if n_seeds is None:
+        n_seeds = 3 if full else 1
+    n_seeds = params.integer("n_seeds", n_seeds, lo=1)
+    for t in tasks:
+        smd.check_files(t, data_dir)
+    return Settings(profile, tasks, configs, data_dir, lstm_forget_bias, lstm_constraint,
+                    list(range(seed, seed + n_seeds)), dev,
+                    f2_k=[1, 2, 4, 8, 16, 32, 64] if full else [2, 8, 32],
+                    f5_k=[5, 10, 20, 40] if full else [5, 10, 40],
+                    f5_epochs=20 if full else 6,
+                    contraction=(20, 1000) if full else (20, 200),
+                    e2_contraction=(20, 1000) if full else (10, 100))
+
+
+# ============================================================================ the model
+class _TanhRecurrence(torch.autograd.Function):
+    """:math:`h_t = \\tanh(Wh_{t-1} + p_t)` over time-major pre-activations :math:`p_t = Ux_t + b`,
+    with a hand-written backward pass (BPTT): about 3x faster on a CPU than ``nn.RNN``, whose
+    autograd graph has several nodes per step."""
+
+    @staticmethod
+    def forward(ctx, pre: torch.Tensor, W: torch.Tensor, h0: torch.Tensor) -> torch.Tensor:
+        out, h, W_T = torch.empty_like(pre), h0, W.t()
+        for t in range(pre.shape[0]):
+            h = torch.addmm(pre[t], h, W_T, out=out[t]).tanh_()
+        ctx.save_for_backward(out, W, h0)
+        return out
+
+    @staticmethod
+    def backward(ctx, g: torch.Tensor):
+        out, W, h0 = ctx.saved_tensors
+        g_pre, dtanh, g_h = torch.empty_like(out), 1 - out * out, torch.zeros_like(h0)
+        for t in range(out.shape[0] - 1, -1, -1):
+            g_h = torch.mul(g[t] + g_h, dtanh[t], out=g_pre[t]) @ W
+        h_prev = torch.cat([h0[None], out[:-1]], 0)
+        return g_pre, g_pre.flatten(0, 1).t() @ h_prev.flatten(0, 1), g_h
+
+
+class TanhRNN(nn.Module):
+    """A drop-in for a one-layer, batch-first ``nn.RNN`` (same parameter names, initialisation
+    and outputs): :math:`h_t = \\tanh(Wh_{t-1} + Ux_t + b)`, with :math:`W` = ``weight_hh_l0``."""
+
+    def __init__(self, input_size: int, hidden_size: int):
+        super().__init__()
+        ref = nn.RNN(input_size, hidden_size)  # PyTorch's default initialisation
+        self.hidden_size = hidden_size
+        for name, p in ref.named_parameters():
+            self.register_parameter(name, p)
+
+    def forward(self, x: torch.Tensor, h0: torch.Tensor | None = None):
+        pre = F.linear(x.transpose(0, 1), self.weight_ih_l0, self.bias_ih_l0 + self.bias_hh_l0)
+        h0 = x.new_zeros(x.shape[0], self.hidden_size) if h0 is None else h0[0]
+        out = _TanhRecurrence.apply(pre.contiguous(), self.weight_hh_l0, h0)
+        return out.transpose(0, 1), out[-1][None]
+
+
+class Net(nn.Module):
+    """:math:`h_t = \\phi_w(h_{t-1}, x_t)`, :math:`\\hat y_t = f(h_t)`: an optional embedding, a
+    one-layer tanh RNN :math:`h_t = \\tanh(Wh_{t-1} + Ux_t + b)` or LSTM, and a linear decoder."""
+
+    def __init__(self, cell: str, n_in: int, n_out: int, hidden: int, emb: int = 0,
+                 forget_bias: float = 0.0, dropout: float = 0.0):
+        super().__init__()
+        self.cell = params.choice("cell", cell, CELLS)
+        self.encoder = nn.Embedding(n_in, emb) if emb else None
+        m = emb or n_in
+        self.rnn = nn.LSTM(m, hidden, batch_first=True) if cell == "lstm" else TanhRNN(m, hidden)
+        self.drop = nn.Dropout(dropout)
+        self.decoder = nn.Linear(hidden, n_out)
+        with torch.no_grad():
+            if cell == "lstm":  # spec §3: the forget slice of both bias vectors
+                for b in (self.rnn.bias_ih_l0, self.rnn.bias_hh_l0):
+                    b[hidden:2 * hidden] = forget_bias
+            if not emb:  # the fork's JSB decoder: U(-.1, .1), bias 0
+                self.decoder.weight.uniform_(-0.1, 0.1)
+                self.decoder.bias.zero_()
+
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        return self.drop(self.encoder(x)) if self.encoder is not None else x
+
+    def forward(self, x: torch.Tensor, k: int | None = None) -> torch.Tensor:
+        """Logits from the recurrent model (``k=None``) or its depth-k truncation (§3.1)."""
+        return self.decoder(self.drop(sm.truncated_forward(self.rnn, self.embed(x), k)))
+
+    def forward_state(self, x: torch.Tensor, state, k: int | None = None, context=None):
+        """Language models: logits over a chunk with the state carried from the last chunk; a
+        truncated model instead sees the ``k-1`` previous tokens ``context`` (no state)."""
+        if k is None:
+            out, state = self.rnn(self.embed(x), state)
+            return self.decoder(self.drop(out)), state
+        full = torch.cat([context, x], 1)
+        h = sm.truncated_forward(self.rnn, self.embed(full), k)[:, context.shape[1]:]
+        return self.decoder(self.drop(h)), None
+
+    def W_hh_norm(self) -> float:
+        """:math:`\\|W_{hh}\\|_2` (the LSTM's four stacked blocks)."""
+        with torch.no_grad():
+            return float(sm.spectral_norm(self.rnn.weight_hh_l0))
+
+
+def make_net(cell: str, cfg: TaskConfig, n_in: int, n_out: int, forget_bias: float, seed: int
+             ) -> Net:
+    """PyTorch-default initialisation under ``seed`` (spec §3)."""
+    torch.manual_seed(seed)
+    return Net(cell, n_in, n_out, cfg.hidden, cfg.emb, forget_bias, cfg.dropout)
+
+
+def stabilize_(net: Net, constraint: str | None) -> float:
+    """The projection step after every SGD step (App. C / §4): ``"spectral"`` projects the RNN's
+    :math:`W` onto :math:`\\|W\\|_2 \\le 1`, ``"row"``/``"col_fork"`` constrain the LSTM. Returns
+    the C1-train quantity afterwards (``‖W‖₂`` or the largest row-sum / bound), or 0 if none."""
+    if constraint is None:
+        return 0.0
+    if constraint == "spectral":
+        sm.project_spectral_(net.rnn.weight_hh_l0)
+        return net.W_hh_norm()
+    sm.constrain_lstm_(net.rnn, constraint)
+    return sm.lstm_row_ratio(net.rnn)
+
+
+def constraint_of(cell: str, stable: bool, lstm_constraint: str) -> str | None:
+    return None if not stable else ("spectral" if cell == "rnn" else lstm_constraint)
+
+
+@dataclass
+class Trained:
+    """What a training run leaves: the net, the test metric, ‖W_hh‖₂ after each epoch (E1), the
+    largest C1-train quantity over all steps, and optional weight snapshots per epoch (F5)."""
+
+    net: Net
+    test: float
+    w_norms: list[float]
+    c1_max: float
+    snapshots: list[torch.Tensor] = field(default_factory=list)
+
+    def summary(self) -> dict:
+        return {"test": self.test, "w_norms": np.array(self.w_norms), "c1_max": self.c1_max}
+
+
+def flat_weights(net: Net) -> torch.Tensor:
+    return torch.cat([p.detach().flatten() for p in net.parameters()])
+
+
+def sgd_step(net: Net, opt: torch.optim.Optimizer, loss: torch.Tensor, clip: float,
+             constraint: str | None) -> float:
+    """One step of (projected) SGD with gradient-norm clipping."""
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    nn.utils.clip_grad_norm_(net.parameters(), clip)
+    opt.step()
+    return stabilize_(net, constraint)
+
+
+class Schedule:
+    """Learning-rate decay and best-validation selection (full profile): ``fork`` divides by 10
+    when the validation loss exceeds the max of the last three (after epoch 10) and stops after
+    three decays; ``plateau`` divides by 4 when it does not improve; ``best`` only selects."""
+
+    def __init__(self, kind: str | None, opt: torch.optim.Optimizer, lower_is_better: bool):
+        self.kind, self.opt, self.sign = kind, opt, 1 if lower_is_better else -1
+        self.history: list[float] = []
+        self.best: tuple[float, dict] | None = None
+        self.decays = 0
+
+    def update(self, net: Net, val: float, epoch: int) -> bool:
+        """Record the epoch's validation metric; return True to stop."""
+        v = self.sign * val
+        if self.best is None or v < self.best[0]:
+            self.best = (v, copy.deepcopy(net.state_dict()))
+        decay = ((self.kind == "fork" and epoch >= 10 and len(self.history) >= 3
+                  and v > max(self.history[-3:]))
+                 or (self.kind == "plateau" and self.history and v >= min(self.history)))
+        self.history.append(v)
+        if decay:
+            self.decays += 1
+            for g in self.opt.param_groups:
+                g["lr"] /= 10 if self.kind == "fork" else 4
+        return self.kind == "fork" and self.decays >= 3
+
+    def restore(self, net: Net) -> None:
+        if self.kind is not None and self.best is not None:
+            net.load_state_dict(self.best[1])
+
+
+# ============================================================================ sequence tasks
+def pad_batch(xs: list[torch.Tensor], ys: list[torch.Tensor]):
+    """Pad a batch of sequences (batch-first) and return the mask of real steps."""
+    x, y = pad_sequence(xs, batch_first=True), pad_sequence(ys, batch_first=True)
+    mask = pad_sequence([torch.ones(len(a)) for a in xs], batch_first=True)
+    return x, y, mask
+
+
+def jsb_pairs(seqs: list[torch.Tensor]) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """x = seq[:-1], y = seq[1:] (spec §7)."""
+    return [s[:-1] for s in seqs], [s[1:] for s in seqs]
+
+
+def seq_loss(task: str, logits: torch.Tensor, y: torch.Tensor, mask: torch.Tensor
+             ) -> torch.Tensor:
+    """Training loss per real step: BCE summed over 88 keys (JSB, per-frame mean) or token CE."""
+    if task == "jsb":
+        frame = F.binary_cross_entropy_with_logits(logits, y, reduction="none").sum(-1)
+    else:
+        frame = F.cross_entropy(logits.transpose(1, 2), y, reduction="none")
+    return (frame * mask).sum() / mask.sum()
+
+
+def evaluate_jsb(net: Net, seqs: list[torch.Tensor], k: int | None = None) -> float:
+    """Test NLL per frame (nats), all chorales padded into one batch."""
+    with torch.no_grad():
+        x, y, mask = pad_batch(*jsb_pairs(seqs))
+        total, n = smd.jsb_nll(net(x, k), y, mask)
+    return total / n
+
+
+def evaluate_atis(net: Net, data: smd.Atis, split: str = "test", k: int | None = None) -> float:
+    """conlleval slot F1 (%) of the argmax tags."""
+    words = [torch.tensor(w) for w in data.words[split]]
+    tags = [torch.tensor(t) for t in data.tags[split]]
+    with torch.no_grad():
+        x, _, _ = pad_batch(words, tags)
+        pred = net(x, k).argmax(-1)
+    name = data.tag_vocab
+    gold = [[name[i] for i in t.tolist()] for t in tags]
+    guess = [[name[i] for i in p[:len(t)].tolist()] for p, t in zip(pred, tags)]
+    return smd.conlleval_f1(gold, guess)
+
+
+def train_sequences(task: str, net: Net, cfg: TaskConfig, data, constraint: str | None,
+                    seed: int, k: int | None = None, snapshots: bool = False,
+                    log: Callable[[str], None] | None = None) -> Trained:
+    """(Projected) SGD on JSB or ATIS: shuffled minibatches of ``cfg.batch`` padded sequences,
+    loss per real step, clipping, then the projection after every step (spec §3)."""
+    if task == "jsb":
+        xs, ys = jsb_pairs(data["train"])
+        evaluate = lambda split: evaluate_jsb(net, data[split], k)  # noqa: E731
+    else:
+        xs = [torch.tensor(w) for w in data.words["train"]]
+        ys = [torch.tensor(t) for t in data.tags["train"]]
+        evaluate = lambda split: evaluate_atis(net, data, split, k)  # noqa: E731
+    opt = torch.optim.SGD(net.parameters(), lr=cfg.lr)
+    sched = Schedule(cfg.schedule, opt, lower_is_better=task == "jsb")
+    gen = torch.Generator().manual_seed(seed)
+    c1, norms, snaps = 0.0, [], [flat_weights(net)] if snapshots else []
+    for epoch in range(cfg.epochs):
+        order = torch.randperm(len(xs), generator=gen).tolist()
+        for s in range(0, len(order), cfg.batch):
+            idx = order[s:s + cfg.batch]
+            x, y, mask = pad_batch([xs[i] for i in idx], [ys[i] for i in idx])
+            c1 = max(c1, sgd_step(net, opt, seq_loss(task, net(x, k), y, mask), cfg.clip,
+                                  constraint))
+        norms.append(net.W_hh_norm())
+        if snapshots:
+            snaps.append(flat_weights(net))
+        if cfg.schedule and sched.update(net, evaluate("valid"), epoch):
+            break
+    sched.restore(net)
+    return Trained(net, evaluate("test"), norms, c1, snaps)
+
+
+# ============================================================================ language models
+def batchify(ids: torch.Tensor, batch: int) -> torch.Tensor:
+    """The token stream cut into ``batch`` parallel streams (batch x L)."""
+    L = len(ids) // batch
+    return ids[:L * batch].view(batch, L)
+
+
+def lm_chunks(stream: torch.Tensor, bptt: int, k: int | None):
+    """(input, target, context) chunks; a truncated model gets the ``k-1`` previous inputs."""
+    L = stream.shape[1]
+    for s in range(0, L - 1, bptt):
+        n = min(bptt, L - 1 - s)
+        ctx = None
+        if k is not None:
+            lo = max(0, s - k + 1)
+            ctx = stream[:, lo:s]
+        yield stream[:, s:s + n], stream[:, s + 1:s + 1 + n], ctx
+
+
+def detach(state):
+    if state is None:
+        return None
+    return tuple(s.detach() for s in state) if isinstance(state, tuple) else state.detach()
+
+
+def evaluate_lm(net: Net, ids: torch.Tensor, bptt: int, k: int | None = None,
+                batch: int = 10) -> tuple[float, int]:
+    """Total NLL (nats) and token count of a split, eval batch 10, state carried (spec §7)."""
+    net.eval()
+    stream, total, n, state = batchify(ids, batch).to(next(net.parameters()).device), 0.0, 0, None
+    with torch.no_grad():
+        for x, y, ctx in lm_chunks(stream, bptt, k):
+            logits, state = net.forward_state(x, state, k, ctx)
+            total += float(F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="sum"))
+            n += y.numel()
+    net.train()
+    return total, n
+
+
+def train_lm(task: str, net: Net, cfg: TaskConfig, corpus: smd.Corpus, constraint: str | None,
+             k: int | None = None, device: torch.device = torch.device("cpu"),
+             log_every: int = 50) -> Trained:
+    """Truncated-BPTT (projected) SGD over the training stream, state carried between chunks;
+    ``‖W_hh‖₂`` is logged every ``log_every`` steps (E1). Metric: bpc (char) or ppl (words)."""
+    net.to(device)
+    opt = torch.optim.SGD(net.parameters(), lr=cfg.lr)
+    sched = Schedule(cfg.schedule, opt, lower_is_better=True)
+    stream = batchify(corpus.ids["train"], cfg.batch).to(device)
+    metric = smd.bpc if task == "ptb_char" else smd.ppl
+    c1, norms, step = 0.0, [], 0
+    for epoch in range(cfg.epochs):
+        state = None
+        for x, y, ctx in lm_chunks(stream, cfg.bptt, k):
+            logits, state = net.forward_state(x, detach(state), k, ctx)
+            loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
+            c1 = max(c1, sgd_step(net, opt, loss, cfg.clip, constraint))
+            step += 1
+            if step % log_every == 0:
+                norms.append(net.W_hh_norm())
+        if cfg.schedule and sched.update(net, metric(*evaluate_lm(net, corpus.ids["valid"],
+                                                                  cfg.bptt, k)), epoch):
+            break
+    sched.restore(net)
+    norms.append(net.W_hh_norm())
+    return Trained(net, metric(*evaluate_lm(net, corpus.ids["test"], cfg.bptt, k)), norms, c1)
+
+
+# ============================================================================ Fig. 3: gradient decay
+def gradient_decay(net: Net, ids: torch.Tensor, n_windows: int = 64, length: int = 101,
+                   seed: int = 0) -> np.ndarray:
+    """Fig. 3: :math:`g(i) = \\mathrm{mean}\\,\\|\\partial \\ell_t / \\partial x_{t-i}\\|` for
+    i = 0..length-1, with :math:`\\ell_t` the loss of the window's last step and :math:`x` the
+    embedded inputs; float64 (flushing would zero the smallest gradients)."""
+    net64 = copy.deepcopy(net).double().cpu().eval()
+    gen = torch.Generator().manual_seed(seed)
+    start = torch.randint(0, len(ids) - length - 1, (n_windows,), generator=gen)
+    win = torch.stack([ids[s:s + length + 1] for s in start.tolist()])
+    x = net64.embed(win[:, :-1]).detach().requires_grad_()
+    out, _ = net64.rnn(x)
+    loss = F.cross_entropy(net64.decoder(out[:, -1]), win[:, -1], reduction="sum")
+    (g,) = torch.autograd.grad(loss, x)
+    return g.norm(dim=-1).mean(0).flip(0).numpy()  # index i = distance back from t
+
+
+# ============================================================================ §4.3: contraction
+def cell_map(net: Net) -> tuple[Callable, int]:
+    """:math:`\\phi_w(s, x)` on the full state s (``h``; ``(h, c)`` stacked for the LSTM) and its
+    dimension, from the trained weights."""
+    r = net.rnn
+    W, U, b = r.weight_hh_l0.detach(), r.weight_ih_l0.detach(), (r.bias_ih_l0 + r.bias_hh_l0).detach()
+    H = r.hidden_size
+    if net.cell == "rnn":
+        return (lambda s, x: torch.tanh(s @ W.T + x @ U.T + b)), H
+
+    def lstm(s, x):
+        h, c = s[..., :H], s[..., H:]
+        i, f, z, o = (h @ W.T + x @ U.T + b).chunk(4, -1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(z)
+        return torch.cat([torch.sigmoid(o) * torch.tanh(c), c], -1)
+    return lstm, 2 * H
+
+
+def reachable_box(net: Net, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-coordinate range of the states the net reaches on the (embedded) data ``x``."""
+    phi, n = cell_map(net)
+    with torch.no_grad():
+        s, states = x.new_zeros(x.shape[0], n), []
+        for t in range(x.shape[1]):
+            s = phi(s, x[:, t])
+            states.append(s)
+        S = torch.cat(states)
+    return S.min(0).values, S.max(0).values
+
+
+def contraction_estimate(net: Net, x: torch.Tensor, rs: list[int], starts: int, steps: int,
+                         seed: int = 0, lr: float = 0.05) -> dict[int, float]:
+    """§4.3 data-dependent stability: :math:`\\hat S_r = \\max \\|\\phi^r(s, x) - \\phi^r(s', x)\\|
+    / \\|s - s'\\|` by gradient ascent (Adam on :math:`\\log S`) over pairs of states in the
+    reachable box, ``starts`` random starts × ``steps`` steps, inputs :math:`x_{1..r}` taken from
+    the data (``x``: windows × T × m, embedded). A lower bound on the true constant."""
+    phi, n = cell_map(net)
+    lo, hi = reachable_box(net, x)
+    gen = torch.Generator().manual_seed(seed)
+    out = {}
+    for r in rs:
+        pick = torch.randint(0, x.shape[0], (starts,), generator=gen)
+        t0 = torch.randint(0, x.shape[1] - r + 1, (starts,), generator=gen)
+        xr = torch.stack([x[p, t:t + r] for p, t in zip(pick.tolist(), t0.tolist())])
+        s1 = (lo + (hi - lo) * torch.rand(starts, n, generator=gen)).requires_grad_()
+        s2 = (lo + (hi - lo) * torch.rand(starts, n, generator=gen)).requires_grad_()
+        opt = torch.optim.Adam([s1, s2], lr=lr * float((hi - lo).mean()))
+        best = 0.0
+        for _ in range(steps):
+            a, b = s1, s2
+            for t in range(r):
+                a, b = phi(a, xr[:, t]), phi(b, xr[:, t])
+            logS = torch.log((a - b).norm(dim=-1) + 1e-300) - torch.log((s1 - s2).norm(dim=-1))
+            best = max(best, float(logS.detach().max().exp()))
+            opt.zero_grad()
+            (-logS.sum()).backward()
+            opt.step()
+            with torch.no_grad():
+                s1.copy_(torch.maximum(torch.minimum(s1, hi), lo))
+                s2.copy_(torch.maximum(torch.minimum(s2, hi), lo))
+        out[r] = best
+    return out
+
+
+def smallest_contracting_r(S_hat: dict[int, float]) -> int | None:
+    """C8: the smallest r with :math:`\\hat S_r < 1`, if any."""
+    return min((r for r, s in S_hat.items() if s < 1), default=None)
+
+
+def log_slope(i: np.ndarray, g: np.ndarray) -> float:
+    """Per-step decay factor of g fitted in log space (display only)."""
+    return float(math.exp(np.polyfit(i, np.log(g), 1)[0]))
+
+
+# ============================================================================ cached runs
+@dataclass
+class TaskData:
+    """A task's data with its input and output sizes."""
+
+    task: str
+    data: object
+    n_in: int
+    n_out: int
+
+
+def load_task(task: str, S: Settings) -> TaskData:
+    """The data of ``task`` (spec §7), LM training prefix as configured."""
+    if task == "jsb":
+        return TaskData(task, smd.load_jsb(S.data_dir), 88, 88)
+    if task == "atis":
+        d = smd.load_atis(S.data_dir)
+        return TaskData(task, d, len(d.word_vocab), len(d.tag_vocab))
+    c = smd.load_corpus(task, S.data_dir, S.configs[task].max_train_tokens)
+    return TaskData(task, c, len(c.vocab), len(c.vocab))
+
+
+def fit_key(S: Settings, task: str, cell: str, stable: bool, seed: int, kwargs: dict
+            ) -> tuple[str, dict]:
+    """The cache name and configuration of one training run."""
+    epochs, constraint = kwargs.get("epochs"), kwargs.get("constraint")
+    cfg = S.configs[task] if epochs is None else replace(S.configs[task], epochs=epochs)
+    fb = kwargs.get("forget_bias")
+    return f"{task}-{cell}", {
+        "task": task, "cell": cell, "k": kwargs.get("k"), "seed": seed,
+        "constraint": constraint or constraint_of(cell, stable, S.lstm_constraint),
+        "forget_bias": S.lstm_forget_bias if fb is None else fb, "cfg": cfg.__dict__,
+        "snapshots": kwargs.get("snapshots", False)}
+
+
+def fit(cache, S: Settings, td: TaskData, cell: str, stable: bool, seed: int,
+        k: int | None = None, constraint: str | None = None, forget_bias: float | None = None,
+        epochs: int | None = None, snapshots: bool = False, threads: int | None = None
+        ) -> tuple[dict, Net]:
+    """Train one model (or load it from ``cache``, keyed by task, model, constraint, k, seed and
+    settings, so the full profile resumes) and return its summary and the trained net."""
+    name, config = fit_key(S, td.task, cell, stable, seed, dict(
+        k=k, constraint=constraint, forget_bias=forget_bias, epochs=epochs, snapshots=snapshots))
+    cfg = TaskConfig(**config["cfg"])
+    constraint, fb = config["constraint"], config["forget_bias"]
+
+    def compute() -> dict:
+        wall, cpu = time.perf_counter(), time.process_time()
+        lm = cfg.bptt > 0
+        torch.set_num_threads(threads or (2 if lm else 1))  # softmax-bound LM: 2 threads
+        net = make_net(cell, cfg, td.n_in, td.n_out, fb, seed)
+        if lm:
+            tr = train_lm(td.task, net, cfg, td.data, constraint, k, S.lm_device)
+        else:
+            tr = train_sequences(td.task, net, cfg, td.data, constraint, seed, k, snapshots)
+        out = tr.summary() | {f"p.{n}": v.cpu().numpy() for n, v in net.state_dict().items()}
+        out |= {"wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu}
+        if snapshots:
+            out["snapshots"] = torch.stack(tr.snapshots).numpy()
+        return out
+
+    res = cache.cached(name, config, compute)
+    net = make_net(cell, cfg, td.n_in, td.n_out, fb, seed)
+    net.load_state_dict({n[2:]: torch.from_numpy(np.asarray(v)) for n, v in res.items()
+                         if n.startswith("p.")})
+    return {n: v for n, v in res.items() if not n.startswith("p.")}, net.eval()
+
+
+Job = tuple  # (task, cell, stable, seed, fit keyword arguments)
+_WORKER_DATA: dict[str, TaskData] = {}
+
+
+def _fit_job(args: tuple) -> None:
+    """Worker of :func:`prefit`: train one model into the shared cache."""
+    import rnnbook.cache as rc
+    cache_dir, version, S, (task, cell, stable, seed, kwargs) = args
+    rc.code_version = lambda: version  # the parent's code version, even if lib/ changed since
+    torch.set_num_threads(1)
+    torch.set_flush_denormal(True)
+    if task not in _WORKER_DATA:
+        _WORKER_DATA[task] = load_task(task, S)
+    fit(rc.Cache(cache_dir), S, _WORKER_DATA[task], cell, stable, seed, threads=1, **kwargs)
+
+
+def prefit(cache, S: Settings, jobs: list[Job], workers: int = 2,
+           progress=lambda it, **kw: it) -> None:
+    """Train independent models in ``workers`` processes, one thread each (two cores, two
+    models at a time); each writes its cache entry, which :func:`fit` then loads."""
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    import rnnbook.cache as rc
+    todo = [j for j in jobs if not cache.path(*fit_key(S, *j)).exists()]
+    if workers <= 1 or len(todo) <= 1:
+        return
+    with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("forkserver")) as ex:
+        version = rc.code_version()
+        for _ in progress(ex.map(_fit_job, [(cache.directory, version, S, j) for j in todo]),
+                          total=len(todo)):
+            pass
+
+
+def embedded_windows(net: Net, td: TaskData, n: int = 64, length: int = 128, seed: int = 0
+                     ) -> torch.Tensor:
+    """Data inputs for the contraction estimate: ``n`` windows of the test data (JSB: the test
+    chorales joined end to end; LM: the test stream), embedded (n x length x m)."""
+    stream = torch.cat(td.data["test"]) if td.task == "jsb" else td.data.ids["test"]
+    gen = torch.Generator().manual_seed(seed)
+    start = torch.randint(0, len(stream) - length, (n,), generator=gen).tolist()
+    with torch.no_grad():
+        return net.embed(torch.stack([stream[s:s + length] for s in start]))
+
+
+def weight_gaps(snaps: dict[int, np.ndarray], ref: int) -> dict[int, list[float]]:
+    """F5: :math:`\\|w_k - w_{ref}\\|_2` after each epoch (all parameters flattened)."""
+    return {k: np.linalg.norm(s - snaps[ref], axis=1).tolist() for k, s in snaps.items()
+            if k != ref}
+
+
+# ============================================================================ Table 1
+# Recalled Table 1 of the paper (spec §9): as recalled, unverified; shown, never a test target.
+RECALLED_TABLE1 = {
+    "jsb": {("rnn", False): 8.9, ("rnn", True): 8.9, ("lstm", False): 8.5, ("lstm", True): 8.5},
+    "atis": {("rnn", False): 94.7, ("rnn", True): 94.7, ("lstm", False): 95.1,
+             ("lstm", True): 94.6},
+    "wikitext2": {("rnn", False): 146.7, ("rnn", True): 143.5, ("lstm", False): 95.7,
+                  ("lstm", True): 113.2},
+    "ptb_char": {("rnn", False): 1.8, ("rnn", True): 1.9, ("lstm", False): 1.4,
+                 ("lstm", True): 1.9},
+}
+MODELS = [(c, s) for c in CELLS for s in (False, True)]
+FORK_LSTM = {"constraint": "col_fork", "forget_bias": 10.0}  # the fork's "stable" LSTM (E2)
+
+
+def table1(cache, S: Settings, tds: dict[str, TaskData], progress=lambda it, **kw: it
+           ) -> dict[tuple[str, str, bool], list[tuple[dict, Net]]]:
+    """F1: every task × {RNN, LSTM} × {unstable, stable} × seed, trained (or loaded)."""
+    jobs = [(t, c, s, seed) for t in S.tasks for c, s in MODELS for seed in S.seeds]
+    prefit(cache, S, [(*j, {}) for j in jobs], S.workers, progress)
+    out: dict = {}
+    for t, c, s, seed in jobs:
+        out.setdefault((t, c, s), []).append(fit(cache, S, tds[t], c, s, seed))
+    return out
+
+
+def table1_rows(res: dict, S: Settings) -> list[dict]:
+    """F1 as rows: test metric (mean ± sd over seeds), final ‖W_hh‖₂, recalled value."""
+    rows = []
+    for t in S.tasks:
+        for c, s in MODELS:
+            tests = [r["test"] for r, _ in res[(t, c, s)]]
+            norms = [r["w_norms"][-1] for r, _ in res[(t, c, s)]]
+            sd = f" ± {np.std(tests, ddof=1):.2f}" if len(tests) > 1 else ""
+            rows.append({"task": t, "metric": METRIC[t], "model": c.upper(),
+                         "variant": "stable" if s else "unstable",
+                         "ours": f"{np.mean(tests):.2f}{sd}", "final ‖W_hh‖₂": np.mean(norms),
+                         "training CPU s": float(np.sum([r["cpu_s"] for r, _ in res[(t, c, s)]])),
+                         "paper (as recalled, unverified)":
+                             RECALLED_TABLE1.get(t, {}).get((c, s), "—")})
+    return rows
+
+
+def mean_test(res: dict, task: str, cell: str, stable: bool) -> float:
+    return float(np.mean([r["test"] for r, _ in res[(task, cell, stable)]]))
+
+
+# ============================================================================ claims of Table 1
+def c5_checks(gap: dict, res: dict, S: Settings) -> dict:
+    """C5: |stable − unstable| within the profile's tolerance per task (LM words: ppl ratio)."""
+    full = S.profile == "full"
+    tol = {"jsb": 0.3 if full else 0.5, "atis": 1.5 if full else 3.0,
+           "ptb_char": 0.15 if full else 0.3}
+    value, ok, text = {}, True, []
+    for t in S.tasks:
+        if t in tol:
+            cells = c5_cells(t)
+            for c in cells:
+                value[f"{t}/{c}"] = abs(gap[t][c])
+                ok &= abs(gap[t][c]) <= tol[t]
+            text.append(f"{t} ({'/'.join(cells)}) ≤ {tol[t]}")
+        else:  # word-level perplexity: ratio stable / unstable of the RNN
+            ratio = mean_test(res, t, "rnn", True) / mean_test(res, t, "rnn", False)
+            value[f"{t}/rnn ppl ratio"] = ratio
+            ok &= 0.9 <= ratio <= 1.1
+            text.append(f"{t} RNN ppl ratio in [0.9, 1.1]")
+    return {"value": value, "tolerance": "; ".join(text), "passed": bool(ok)}
+
+
+def c5_cells(task: str) -> tuple[str, ...]:
+    """C5 compares both models on music and slot filling, the RNN only on characters."""
+    return CELLS if task in ("jsb", "atis") else ("rnn",)
+
+
+def c6_check(gap: dict, res: dict, S: Settings) -> dict:
+    """C6: the character LSTM's stable − unstable gap ≥ 0.1 bpc and larger than the RNN's; full
+    profile: also the WikiText-2 LSTM's ppl ratio ≥ 1.05. Quick word-level gap: reported only."""
+    value, ok, text = {}, True, []
+    if "ptb_char" in S.tasks:
+        value |= {"char LSTM gap (bpc)": gap["ptb_char"]["lstm"],
+                  "char RNN gap (bpc)": gap["ptb_char"]["rnn"]}
+        ok &= gap["ptb_char"]["lstm"] >= 0.1 and gap["ptb_char"]["lstm"] > gap["ptb_char"]["rnn"]
+        text.append("char LSTM gap ≥ 0.1 bpc and > the RNN's")
+    for t in ("ptb_word", "wikitext2"):
+        if t in S.tasks:
+            ratio = mean_test(res, t, "lstm", True) / mean_test(res, t, "lstm", False)
+            value[f"{t} LSTM ppl ratio"] = ratio
+            if t == "wikitext2":
+                ok &= ratio >= 1.05
+                text.append("WikiText-2 LSTM ppl ratio ≥ 1.05")
+            else:
+                text.append("PTB-word LSTM ratio reported only")
+    if "ptb_char" not in S.tasks and "wikitext2" not in S.tasks:
+        return {"value": value, "tolerance": "needs ptb_char or wikitext2", "passed": False,
+                "verdict": "inconclusive"}
+    return {"value": value, "tolerance": "; ".join(text), "passed": bool(ok), "verdict": None}
+
+
+# ============================================================================ F2, F4, C9, C11, E3
+def truncation_sweep(cache, S: Settings, td: TaskData | None, progress=lambda it, **kw: it
+                     ) -> dict:
+    """F2/F4: JSB RNN (unstable, stable) and unstable LSTM trained and tested with truncation k,
+    for k in ``S.f2_k`` (and k = 1, 2 for the LSTM of E3), with Table 1's settings (so that the
+    recurrent point is Table 1's model)."""
+    if td is None:
+        return {}
+    jobs = [("rnn", False, k) for k in S.f2_k] + [("rnn", True, k) for k in S.f2_k]
+    jobs += [("lstm", False, k) for k in sorted(set(S.f2_k) | {1, 2})]
+    fork = ("jsb", "lstm", True, S.seeds[0], FORK_LSTM)  # E2's fork-style LSTM, trained here too
+    prefit(cache, S, [("jsb", c, s, S.seeds[0], {"k": k}) for c, s, k in jobs] + [fork],
+           S.workers, progress)
+    out = {}
+    for c, s, k in jobs:
+        out[(c, s, k)] = fit(cache, S, td, c, s, S.seeds[0], k=k)[0]
+    return out
+
+
+def f2_f4_figures(run, S: Settings, trunc: dict, res: dict) -> None:
+    """Draw F2 (NLL and ‖W‖₂ against k) and F4 (NLL against k, recurrent models dashed)."""
+    from rnnbook import stable_models_plots as smp
+    if not trunc:
+        return
+    ks = S.f2_k
+    nll = {"unstable RNN": [trunc[("rnn", False, k)]["test"] for k in ks],
+           "stable RNN": [trunc[("rnn", True, k)]["test"] for k in ks]}
+    w = [trunc[("rnn", False, k)]["w_norms"][-1] for k in ks]
+    run.save_figure(smp.plot_f2(ks, nll, w), "F2", "F2 (§4.3, price of stability): JSB test NLL "
+                    "of the unstable and stable RNN (left) and ‖W‖₂ of the unstable RNN (right) "
+                    "against the training truncation k.")
+    curves = {"unstable RNN": nll["unstable RNN"],
+              "unstable LSTM": [trunc[("lstm", False, k)]["test"] for k in ks]}
+    full = {"unstable RNN": mean_test(res, "jsb", "rnn", False),
+            "unstable LSTM": mean_test(res, "jsb", "lstm", False)}
+    run.save_figure(smp.plot_f4(ks, curves, full), "F4", "F4 (Fig. 4): JSB test NLL of models "
+                    "trained and tested with truncation k; dashed: the recurrent model (Table 1).")
+
+
+def c9_check(S: Settings, trunc: dict) -> dict:
+    """C9: ‖W‖₂ of the unstable JSB RNN at k = 2 exceeds that at k = 32 by at least 0.5; the
+    NLL advantage of the unstable model at k = 2 and 32 is reported."""
+    if not trunc:
+        return {"value": "jsb not in tasks", "passed": False, "verdict": "inconclusive"}
+    w2, w32 = trunc[("rnn", False, 2)]["w_norms"][-1], trunc[("rnn", False, 32)]["w_norms"][-1]
+    adv = {k: trunc[("rnn", True, k)]["test"] - trunc[("rnn", False, k)]["test"] for k in (2, 32)}
+    return {"value": {"‖W‖₂ k=2": w2, "‖W‖₂ k=32": w32,
+                      "NLL(stable) − NLL(unstable), k=2": adv[2],
+                      "NLL(stable) − NLL(unstable), k=32": adv[32]},
+            "passed": bool(w2 - w32 >= 0.5)}
+
+
+def c11_check(S: Settings, trunc: dict, res: dict) -> dict:
+    """C11: spread of the JSB test NLL over k ∈ {8, 32, recurrent} per model."""
+    tol = 0.1 if S.profile == "full" else 0.15
+    if not trunc:
+        return {"value": "jsb not in tasks", "tolerance": f"spread ≤ {tol}", "passed": False,
+                "verdict": "inconclusive"}
+    spread = {}
+    for c in CELLS:
+        v = [trunc[(c, False, k)]["test"] for k in (8, 32)] + [mean_test(res, "jsb", c, False)]
+        spread[f"unstable {c.upper()}"] = float(max(v) - min(v))
+    return {"value": spread, "tolerance": f"max − min over k ∈ {{8, 32, recurrent}} ≤ {tol} nats",
+            "passed": bool(max(spread.values()) <= tol)}
+
+
+def fork_lstm_forward(lstm: nn.LSTM, x: torch.Tensor) -> torch.Tensor:
+    """The fork's call: a chorale of shape (1, T, 88) into ``nn.LSTM`` *without* batch_first, read
+    as T sequences of length 1 (no recurrence)."""
+    lstm_tf = nn.LSTM(lstm.input_size, lstm.hidden_size)  # batch_first=False, as the fork
+    lstm_tf.load_state_dict(lstm.state_dict())
+    return lstm_tf(x)[0]
+
+
+def e3_fork_lstm(cache, S: Settings, td: TaskData | None, trunc: dict, res: dict) -> dict:
+    """E3: the fork's non-recurrent LSTM equals the k = 1 truncation (checked on random weights);
+    its test NLL against the k = 2 truncation and the recurrent LSTM."""
+    if td is None:
+        return {"rows": [], "max_diff": float("nan")}
+    torch.manual_seed(0)
+    lstm, x = nn.LSTM(88, 16, batch_first=True), td.data["test"][0][None]
+    with torch.no_grad():
+        diff = float((fork_lstm_forward(lstm, x) - sm.truncated_forward(lstm, x, 1)).abs().max())
+    rows = [{"LSTM (unstable)": "fork's call = k = 1", "test NLL": trunc[("lstm", False, 1)]["test"]},
+            {"LSTM (unstable)": "k = 2", "test NLL": trunc[("lstm", False, 2)]["test"]},
+            {"LSTM (unstable)": "recurrent (Table 1)", "test NLL": mean_test(res, "jsb", "lstm",
+                                                                           False)}]
+    return {"rows": rows, "max_diff": diff}
+
+
+# ============================================================================ F3, C8, E2, F5
+def f3_gradients(run, S: Settings, td: TaskData | None, res: dict) -> dict:
+    """F3/C10: gradient decay of the unstable char RNN and LSTM; checks g(40)/g(1) < 1e-2 for both
+    and the LSTM's ratio above the RNN's at i = 20, 40."""
+    from rnnbook import stable_models_plots as smp
+    if td is None:
+        return {"value": "ptb_char not in tasks", "passed": False, "verdict": "inconclusive"}
+    g = {f"unstable {c.upper()}": gradient_decay(res[("ptb_char", c, False)][0][1],
+                                                 td.data.ids["test"], seed=S.seeds[0])
+         for c in CELLS}
+    run.save_figure(smp.plot_f3(g), "F3", "F3 (Fig. 3): mean gradient norm of the loss at the last "
+                    "step of 64 test windows (PTB characters) with respect to the embedded input i "
+                    "steps back, unconstrained models, float64.")
+    ratio = {name: {i: float(v[i] / v[1]) for i in (20, 40)} for name, v in g.items()}
+    r, l = ratio["unstable RNN"], ratio["unstable LSTM"]
+    ok = r[40] < 1e-2 and l[40] < 1e-2 and l[20] > r[20] and l[40] > r[40]
+    return {"value": {f"{n} g({i})/g(1)": v for n, d in ratio.items() for i, v in d.items()},
+            "passed": bool(ok)}
+
+
+def c8_contraction(cache, S: Settings, td: TaskData | None, res: dict) -> dict:
+    """C8: Ŝ_r of the unconstrained char LSTM for r = 1, 2, 4, ..., 128 (20 starts × 200 steps
+    quick, × 1000 full); passes if some r ≤ 128 has Ŝ_r < 1."""
+    if td is None:
+        return {"value": "ptb_char not in tasks", "passed": False, "verdict": "inconclusive"}
+    net = res[("ptb_char", "lstm", False)][0][1]
+    rs = [2 ** j for j in range(8)]
+    starts, steps = S.contraction
+    est = cache.cached("c8", {"rs": rs, "starts": starts, "steps": steps, "seed": S.seeds[0],
+                              "cfg": S.configs["ptb_char"].__dict__},
+                       lambda: {str(r): v for r, v in contraction_estimate(
+                           net, embedded_windows(net, td, seed=S.seeds[0]), rs, starts, steps,
+                           S.seeds[0]).items()})
+    S_hat = {int(r): float(v) for r, v in est.items()}
+    r_star = smallest_contracting_r(S_hat)
+    return {"value": {"Ŝ_r": S_hat, "r*": r_star, "paper (char / word)": "≈80 / ≈100"},
+            "passed": r_star is not None}
+
+
+def e2_contraction(run, S: Settings, tds: dict, res: dict) -> dict:
+    """E2: Ŝ_r, r ∈ {1, 4, 16, 64}, for every JSB and char model, and for the fork's "stable"
+    LSTM on JSB (column constraint, forget bias 10 on each bias vector)."""
+    from rnnbook import stable_models_plots as smp
+    rs, (starts, steps) = [1, 4, 16, 64], S.e2_contraction
+    nets = {f"{t}/{c}/{'stable' if s else 'unstable'}": res[(t, c, s)][0][1]
+            for t in ("jsb", "ptb_char") if t in tds for c, s in MODELS}
+    if "jsb" in tds:
+        nets["jsb/lstm/fork (col, bias 10+10)"] = fit(run.cache, S, tds["jsb"], "lstm", True,
+                                                      S.seeds[0], **FORK_LSTM)[1]
+    out = {}
+    for name, net in run.progress(list(nets.items())):
+        td = tds[name.split("/")[0]]
+        est = run.cache.cached("e2", {"name": name, "rs": rs, "starts": starts, "steps": steps,
+                                      "seed": S.seeds[0], "cfg": S.configs[td.task].__dict__},
+                               lambda: {str(r): v for r, v in contraction_estimate(
+                                   net, embedded_windows(net, td, seed=S.seeds[0]), rs, starts,
+                                   steps, S.seeds[0]).items()})
+        out[name] = {int(r): float(v) for r, v in est.items()}
+    run.save_figure(smp.plot_e2(out), "E2", "E2: contraction estimates Ŝ_r (a lower bound on the "
+                    "r-step Lipschitz constant on reachable states) against r; dashed: 1.")
+    rows = [{"model": n, "‖W_hh‖₂": nets[n].W_hh_norm(), **{f"Ŝ_{r}": d[r] for r in rs}}
+            for n, d in out.items()]
+    return {"S_hat": out, "rows": rows}
+
+
+def f5_weight_gaps(run, S: Settings, td: TaskData | None) -> dict:
+    """F5/C12: JSB RNNs trained with truncation k and the reference k = 65 (same init and data
+    order); the final gap must decrease strictly in k and grow over the epochs."""
+    from rnnbook import stable_models_plots as smp
+    if td is None:
+        return {"value": "jsb not in tasks", "passed": False, "verdict": "inconclusive"}
+    kw = [{"k": k, "epochs": S.f5_epochs, "snapshots": True} for k in S.f5_k + [S.f5_ref]]
+    prefit(run.cache, S, [("jsb", "rnn", False, S.seeds[0], w) for w in kw], S.workers,
+           run.progress)
+    snaps = {w["k"]: fit(run.cache, S, td, "rnn", False, S.seeds[0], **w)[0]["snapshots"]
+             for w in kw}
+    gaps = weight_gaps(snaps, S.f5_ref)
+    run.save_figure(smp.plot_f5(gaps, S.f5_ref), "F5", f"F5 (Fig. 5): distance between the "
+                    f"weights of JSB RNNs trained with truncation k and with k = {S.f5_ref}, "
+                    "same initialisation and minibatches, after each epoch.")
+    final = [gaps[k][-1] for k in S.f5_k]
+    in_k = all(a > b for a, b in zip(final, final[1:]))
+    in_epochs = all(all(b >= a for a, b in zip(v, v[1:])) for v in gaps.values())
+    value = {f"final k={k}": gaps[k][-1] for k in S.f5_k} | {
+        f"largest drop over an epoch, k={k}": max(0.0, *(a - b for a, b in zip(v, v[1:])))
+        for k, v in gaps.items()}
+    return {"value": value, "passed": bool(in_k and in_epochs),
+            "verdict": None if in_k and in_epochs else "partly" if in_k or in_epochs
+            else "not reproduced"}

@@ -1,0 +1,171 @@
+"""Stable-models chapter: data loaders on the real files, metrics, the tanh recurrence, truncation,
+projections during training, parameter validation and the contraction estimate."""
+from __future__ import annotations
+
+import shutil
+import urllib.request
+
+import pytest
+import torch
+from torch import nn
+
+import rnnbook.stable_models as sm
+import rnnbook.stable_models_data as smd
+import rnnbook.stable_models_train as st
+from rnnbook.data import DataError, fetch
+from rnnbook.params import ParameterError
+
+RESOLVE = dict(profile="quick", device="cpu", seed=0, tasks=["jsb"], hidden_size=None,
+               epochs=None, max_train_tokens=None, data_dir=None, lstm_forget_bias=0.0,
+               lstm_constraint="row", n_seeds=None)
+
+
+# ---------------------------------------------------------------------------- data (real files)
+def test_jsb_splits():
+    d = smd.load_jsb()
+    assert [len(d[s]) for s in smd.SPLITS] == [229, 76, 77]
+    assert all(x.shape[1] == 88 and set(x.unique().tolist()) <= {0.0, 1.0} for x in d["train"])
+
+
+def test_atis_splits():
+    a = smd.load_atis()
+    assert [len(a.words[s]) for s in smd.SPLITS] == [4478, 500, 893]
+    assert all(len(w) == len(t) for s in smd.SPLITS for w, t in zip(a.words[s], a.tags[s]))
+    assert "O" in a.tag_vocab and not any(t.startswith("atis_") for t in a.tag_vocab)
+
+
+@pytest.mark.parametrize(("task", "test_tokens", "vocab"), [
+    ("ptb_char", 442_424, 50), ("ptb_word", 82_430, 10_000), ("wikitext2", 245_569, 33_278)])
+def test_corpus_statistics(task, test_tokens, vocab):
+    c = smd.load_corpus(task, max_train_tokens=1000)
+    assert len(c.ids["test"]) == test_tokens and len(c.vocab) == vocab
+    assert len(c.ids["train"]) == 1000
+
+
+def test_corrupted_file_is_refused(tmp_path):
+    src = fetch("jsb-chorales", "JSB_Chorales.mat")
+    dst = tmp_path / "jsb-chorales" / "JSB_Chorales.mat"
+    dst.parent.mkdir()
+    shutil.copy(src, dst)
+    data = bytearray(dst.read_bytes())
+    data[1000] ^= 0xFF
+    dst.write_bytes(bytes(data))
+    with pytest.raises(DataError, match="checksum mismatch"):
+        smd.load_jsb(tmp_path)
+
+
+def test_missing_file_names_data_dir_and_file(tmp_path, monkeypatch):
+    def offline(*a, **k):
+        raise OSError("no network")
+    monkeypatch.setattr(urllib.request, "urlopen", offline)
+    with pytest.raises(DataError, match="JSB_Chorales.mat") as err:
+        st.resolve(**RESOLVE | {"data_dir": str(tmp_path)})
+    assert str(tmp_path) in str(err.value)
+
+
+# ---------------------------------------------------------------------------- metrics
+def test_conlleval_chunks():
+    assert smd.chunks(["B-a", "I-a", "O", "B-b"]) == {(0, 1, "a"), (3, 3, "b")}
+    assert smd.chunks(["O", "I-a", "I-a", "I-b"]) == {(1, 2, "a"), (3, 3, "b")}  # I- opens
+    assert smd.chunks(["B-a", "B-a"]) == {(0, 0, "a"), (1, 1, "a")}
+
+
+def test_conlleval_f1_hand_example():
+    gold = [["B-a", "I-a", "O", "B-b"], ["B-c"]]
+    pred = [["B-a", "O", "O", "B-b"], ["B-c"]]  # 2 of 3 chunks right, 3 predicted
+    assert smd.conlleval_f1(gold, pred) == pytest.approx(100 * 2 / 3)
+    assert smd.conlleval_f1(gold, gold) == 100.0
+
+
+def test_lm_metrics_and_tokens():
+    assert smd.bpc(2 * 0.6931471805599453, 2) == pytest.approx(1.0)
+    assert smd.ppl(0.0, 5) == 1.0
+    assert smd.char_tokens("a b _ c \nd \n") == ["a", "b", "_", "c", "<eos>", "d", "<eos>"]
+    assert smd.word_tokens(" x y \n z \n") == ["x", "y", "<eos>", "z", "<eos>"]
+
+
+def test_jsb_nll_counts_frames():
+    logits, y = torch.zeros(2, 3, 88), torch.ones(2, 3, 88)
+    mask = torch.tensor([[1.0, 1, 1], [1, 0, 0]])
+    total, n = smd.jsb_nll(logits, y, mask)
+    assert n == 4 and total == pytest.approx(4 * 88 * 0.6931471805599453, rel=1e-6)
+
+
+# ---------------------------------------------------------------------------- models
+def test_tanh_rnn_equals_nn_rnn():
+    torch.manual_seed(0)
+    ours, ref = st.TanhRNN(5, 7), nn.RNN(5, 7, batch_first=True)
+    ref.load_state_dict(ours.state_dict())
+    x = torch.randn(3, 11, 5)
+    (a, ha), (b, hb) = ours(x), ref(x)
+    assert torch.allclose(a, b, atol=1e-6) and torch.allclose(ha, hb, atol=1e-6)
+    a.square().sum().backward()
+    b.square().sum().backward()
+    for p, q in zip(ours.parameters(), ref.parameters()):
+        assert torch.allclose(p.grad, q.grad, atol=1e-5)
+
+
+@pytest.mark.parametrize("cls", [st.TanhRNN, lambda m, h: nn.LSTM(m, h, batch_first=True)])
+def test_truncated_forward_runs_each_window_from_zero(cls):
+    torch.manual_seed(0)
+    rnn, x, k = cls(4, 6), torch.randn(2, 9, 4), 3
+    with torch.no_grad():
+        h = sm.truncated_forward(rnn, x, k)
+        assert torch.allclose(h[:, :k - 1], rnn(x)[0][:, :k - 1])
+        for t in range(k - 1, 9):
+            assert torch.allclose(h[:, t], rnn(x[:, t - k + 1:t + 1])[0][:, -1], atol=1e-6)
+        assert torch.allclose(sm.truncated_forward(rnn, x, None), rnn(x)[0])
+
+
+def test_fork_lstm_is_the_k1_truncation():
+    torch.manual_seed(0)
+    lstm, x = nn.LSTM(88, 8, batch_first=True), torch.rand(1, 20, 88)
+    with torch.no_grad():
+        assert torch.allclose(st.fork_lstm_forward(lstm, x), sm.truncated_forward(lstm, x, 1),
+                              atol=1e-6)
+
+
+@pytest.mark.parametrize(("cell", "constraint"), [("rnn", "spectral"), ("lstm", "row")])
+def test_projections_hold_at_every_training_step(cell, constraint):
+    cfg = st.TaskConfig("jsb", 16, lr=5.0, clip=10.0, epochs=1, batch=2)
+    net = st.make_net(cell, cfg, 88, 88, 0.0, 0)
+    torch.manual_seed(1)
+    data = {"train": [(torch.rand(12, 88) > 0.8).float() for _ in range(8)],
+            "test": [(torch.rand(12, 88) > 0.8).float() for _ in range(2)]}
+    tr = st.train_sequences("jsb", net, cfg, data, constraint, 0)
+    assert 0.5 < tr.c1_max <= 1 + 1e-5
+    if cell == "rnn":
+        assert net.W_hh_norm() <= 1 + 1e-5
+    else:
+        assert sm.lstm_row_ratio(net.rnn) <= 1 + 1e-5
+
+
+# ---------------------------------------------------------------------------- parameters
+@pytest.mark.parametrize(("change", "name"), [
+    ({"tasks": ["mnist"]}, "tasks"), ({"hidden_size": 0}, "hidden_size"),
+    ({"lstm_constraint": "col"}, "lstm_constraint"), ({"profile": "huge"}, "profile"),
+    ({"epochs": {"atis": 3}}, "epochs"), ({"device": "tpu"}, "device"),
+    ({"n_seeds": 0}, "n_seeds")])
+def test_resolve_refuses(change, name):
+    with pytest.raises(ParameterError, match=f"parameter '{name}'"):
+        st.resolve(**RESOLVE | change)
+
+
+def test_resolve_defaults():
+    S = st.resolve(**RESOLVE | {"tasks": None})
+    assert S.tasks == ["jsb", "atis", "ptb_char", "ptb_word"] and S.seeds == [0]
+    assert st.resolve(**RESOLVE | {"profile": "full", "tasks": ["jsb"]}).seeds == [0, 1, 2]
+
+
+# ---------------------------------------------------------------------------- contraction
+def test_contraction_estimate_of_a_contracting_rnn():
+    cfg = st.TaskConfig("jsb", 8, lr=1.0, clip=1.0, epochs=1)
+    net = st.make_net("rnn", cfg, 88, 88, 0.0, 0)
+    with torch.no_grad():
+        q, _ = torch.linalg.qr(torch.randn(8, 8))
+        net.rnn.weight_hh_l0.copy_(0.5 * q)
+    x = 0.01 * torch.rand(4, 20, 88)
+    S_hat = st.contraction_estimate(net, x, [1, 4], starts=4, steps=30)
+    assert 0.3 < S_hat[1] <= 0.5 + 1e-5
+    assert S_hat[4] <= 0.5 ** 4 + 1e-5
+    assert st.smallest_contracting_r(S_hat) == 1
