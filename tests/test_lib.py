@@ -1068,3 +1068,14 @@ def test_cli_book_and_figures(monkeypatch, capsys, tmp_path):
     assert "x: 2 figures" in capsys.readouterr().out
     monkeypatch.setattr(cli, "export_figures", lambda: [])
     assert cli.main(["figures"]) == 1
+
+
+def test_numpy_scalars_shown_as_plain_numbers():
+    # a glued np.float64 must be parseable by {glue:text}`name:.2f` (numpy 2 reprs np.float64(x))
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from rnnbook.run import plain_numpy_scalars
+    shell = InteractiveShell.instance()
+    plain_numpy_scalars(shell)
+    text = shell.display_formatter.formatters["text/plain"]
+    assert (text(np.float64(3.05)), text(np.float32(1.5)), text(np.int64(3))) == ("3.05", "1.5", "3")

@@ -83,6 +83,24 @@ class Run:
             f"library version `{code_version()}`. See {{doc}}`/intro` for how to rerun it.\n```\n"))
 
 
+NUMPY_SCALARS = (np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
+                 np.uint8, np.uint16, np.uint32, np.uint64)
+
+
+def plain_numpy_scalars(shell=None) -> None:
+    """Show numpy scalars as plain numbers (``3.05``, not numpy 2's ``np.float64(3.05)``) in the
+    kernel, so that a glued value formatted in the text (``{glue:text}`x:.2f```) can be parsed."""
+    if shell is None:
+        from IPython import get_ipython
+        shell = get_ipython()
+    if shell is None:
+        return
+    plain = shell.display_formatter.formatters["text/plain"]
+    for t in NUMPY_SCALARS:
+        as_python = float if issubclass(t, np.floating) else int
+        plain.for_type(t, lambda x, p, cycle, as_python=as_python: p.text(repr(as_python(x))))
+
+
 def setup(chapter: str, profile: str = "quick", device: str = "auto", seed: int = 0,
           results_dir: str | os.PathLike | None = None, threads: int | None = None) -> Run:
     """Validate the common parameters, seed every generator and return the chapter's :class:`Run`.
@@ -102,6 +120,7 @@ def setup(chapter: str, profile: str = "quick", device: str = "auto", seed: int 
     np.random.seed(seed)
     torch.manual_seed(seed)
     use_style()
+    plain_numpy_scalars()
     root = Path(results_dir) if results_dir is not None else default_results_dir(profile)
     return Run(chapter, profile, dev, seed, root.expanduser().resolve() / chapter)
 
