@@ -352,9 +352,6 @@ def test_no_page_scrolls_sideways(reports):
         assert r["sideways"] <= 1, f"{page} is {r['sideways']} px wider than the window"
 
 
-@pytest.mark.xfail(strict=False, reason="known reader defect, to fix in the chapters: display "
-                   "equations of curse_of_memory and learning_dynamics are wider than the column "
-                   "(split them over lines); remove this mark once they fit")
 def test_display_math_fits(reports):
     """No display equation is wider than the text column (it would be cut off or scroll)."""
     for page, (r, _) in reports.items():
