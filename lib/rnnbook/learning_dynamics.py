@@ -12,12 +12,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import sympy as sp
 from scipy.optimize import least_squares, minimize_scalar
 
 from rnnbook import params
+
+if TYPE_CHECKING:
+    from rnnbook.run import Run
 
 DYNAMICS = ("constant", "inv_exp", "exp", "dirac")
 
@@ -392,6 +396,23 @@ def f1_check(f1: dict) -> dict:
                                                     / np.max(np.abs(f1["u_theory"])))
     out["K4 max |b_gd - b_taylor|"] = float(np.max(np.abs(f1["b_gd"] - f1["b_theory"])))
     return out
+
+
+def f1_figure(run: Run, S: Settings) -> list[dict]:
+    """F1 (§3.2, Fig. 2; C1, K2, K4): :func:`f1_runs` at each T of the profile, at the rates of
+    :meth:`Settings.f1_lr_steps`, through the results cache (``F1-T{T}``), and the figure.
+    Returns the runs, one per T."""
+    f1s = []
+    for T in S.f1_Ts:
+        lr, steps = S.f1_lr_steps(T)
+        f1s.append(run.cache.cached(f"F1-T{T}", {"T": T, "init": S.init_scale, "lr": lr, "steps": steps},
+                                    lambda: f1_runs(T, S.init_scale, lr, steps)))
+    run.save_figure(plot_f1(f1s), "F1",
+                    f"Learning of $ac$ (left) and $b$ (right) on the inverse-exponential task, T in {S.f1_Ts}, "
+                    f"from $a=b=c={S.init_scale:g}$, GD rate {S.f1_lr_steps(5)[0]:g} (times $(5/T)^2$). Solid: "
+                    "GD with the other variable frozen at its target; dashed: theory (the logistic "
+                    "{eq}`ld-logistic`, the Taylor $b$-flow); dotted: joint GD of all three modes.")
+    return f1s
 
 
 F2_GRIDS = {"constant": ("delta", 0.2, 2.0), "inv_exp": ("lam", 0.5, 1.25), "exp": ("lam", 0.75, 1.25)}
@@ -988,6 +1009,22 @@ class Settings:
     @property
     def sensory_hidden(self):  # F7's N_h
         return self.pick([4], [4, 16])
+
+    @property
+    def sensory_curv(self) -> float:  # E1's curvature in b at b = u = 1: 55 at T = 6
+        return float(sum(k * k for k in range(self.T)))
+
+    @property
+    def sensory_steps(self) -> int:  # F7, F8: the same GD time lr * steps at every T
+        return max(5000, int(round(20_000 * self.sensory_curv / 55)))
+
+    @property
+    def f7_lr(self) -> float:  # F7's sum target (the mean's is T times it): 0.1 at T = 6, where we tuned it
+        return 5.5 / self.sensory_curv
+
+    @property
+    def f8_lr(self) -> float:  # F8's late and early targets: 1.0 at T = 6
+        return 55 / self.sensory_curv
 
     @property
     def f9_T(self):
