@@ -336,7 +336,7 @@ def test_claims_load_round_trip_and_table(run):
         assert f"<th>{f}</th>" in html
     assert "<script>" not in html and "&lt;script&gt;" in html  # escaped
     assert html.count('class="claim-pass"') == 2 and html.count('class="claim-fail"') == 1
-    assert "x: 0.333" in html  # 3 significant digits
+    assert "x: 0.333<br>n: 4" in html  # 3 significant digits, one entry per line
 
 
 def test_format_value():
@@ -495,15 +495,14 @@ def test_changed_config_misses(tmp_path):
     assert c.get("sweep", {"lr": 0.1, "n": 1}) is not None
 
 
-def test_changed_code_version_misses(tmp_path, monkeypatch):
+def test_changed_code_version_misses(tmp_path):
     c = Cache(tmp_path)
     f = Counter()
     c.cached_batch("sweep", CONFIGS, f)
-    monkeypatch.setattr(cache_mod, "code_version", lambda: "0123456789abcdef")
-    _check(c.cached_batch("sweep", CONFIGS, f))
-    assert (f.calls, len(f.computed), c.hits, c.misses) == (2, 8, 0, 8)
-    monkeypatch.undo()
-    c.cached_batch("sweep", CONFIGS, f)
+    other = Cache(tmp_path, "0123456789abcdef")
+    _check(other.cached_batch("sweep", CONFIGS, f))
+    assert (f.calls, len(f.computed), other.hits, other.misses) == (2, 8, 0, 4)
+    Cache(tmp_path).cached_batch("sweep", CONFIGS, f)
     assert f.calls == 2  # the original entries are still there
 
 
@@ -831,6 +830,17 @@ def test_code_version():
     assert paths.LIB_DIR == Path(rnnbook.__file__).resolve().parent
 
 
+def test_chapter_code_version_leaves_out_the_other_chapters():
+    names = {c: {p.name for p in paths.version_files(c)} for c in paths.chapters()}
+    everything = {p.name for p in paths.version_files()}
+    for c, files in names.items():
+        assert {"cache.py", "params.py", "data.py"} <= files < everything
+        assert any(f.startswith(c) for f in files)
+        assert not any(f.startswith(o) for o in paths.chapters() if o != c for f in files)
+    assert "stable_models_train.py" in names["stable_models"]
+    assert len({paths.code_version(c) for c in paths.chapters()}) == len(names)
+
+
 def test_chapter_source_unknown():
     with pytest.raises(ValueError, match="unknown chapter 'nosuchchapter'"):
         execute.chapter_source("nosuchchapter")
@@ -856,7 +866,7 @@ def _fake_execution(chapter: str, path: Path, **stamp_changes) -> None:
         cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"out {i}\n")]
         cell.execution_count = i + 1
     nb.metadata["rnnbook"] = {"source_sha256": execute.source_hash(chapter),
-                              "code_version": paths.code_version(), "parameters": {},
+                              "code_version": paths.code_version(chapter), "parameters": {},
                               **stamp_changes}
     nbformat.write(nb, path)
 
@@ -1012,7 +1022,7 @@ def test_run_record(tmp_path):
     assert r["parameters"]["n"] == 3 and r["wall_seconds"] == 61.2
     assert r["started"] == "2026-01-02T03:04:05Z" and r["claims"] == {"total": 1, "passed": 1}
     assert r["versions"]["torch"] == torch.__version__.split("+")[0] or r["versions"]["torch"]
-    assert r["versions"]["rnnbook_code"] == paths.code_version()
+    assert r["versions"]["rnnbook_code"] == paths.code_version(chapter)
     assert r["hardware"]["cpu_count"] and r["hardware"]["summary"]
     assert r["source_sha256"] == execute.source_hash(chapter)
     json.dumps(r)

@@ -58,12 +58,10 @@ SWEEP = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     import torch
-    import rnnbook.cache
     from rnnbook.cache import Cache
 
     cache_dir, log, delay = Path(sys.argv[1]), Path(sys.argv[2]), float(sys.argv[3])
-    # the parent's code version: a library edited meanwhile (by a person) does not void the cache
-    rnnbook.cache.code_version = lambda: sys.argv[4]
+    version = sys.argv[4]  # the parent's: a library edited meanwhile does not void the cache
 
     def compute(configs):  # one chunk: a small seeded training run per config
         out = []
@@ -79,7 +77,7 @@ SWEEP = textwrap.dedent("""
         return out
 
     configs = [{"seed": s, "lr": 0.05} for s in range(8)]
-    Cache(cache_dir).cached_batch("sweep", configs, compute, chunk_size=1)
+    Cache(cache_dir, version).cached_batch("sweep", configs, compute, chunk_size=1)
 """)
 
 

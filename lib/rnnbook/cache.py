@@ -1,8 +1,8 @@
 """Results cache for long computations (all chapters).
 
-An entry is keyed by a hash of its name, its configuration and the library's code version
-(:func:`rnnbook.paths.code_version`), so a change to either is a miss, never a stale hit. Entries are
-``.npz`` files of plain arrays (loaded with ``allow_pickle=False``) written atomically, with a JSON
+An entry is keyed by a hash of its name, its configuration and the code version
+(:func:`rnnbook.paths.code_version`; a chapter's own in a chapter's cache), so a change to either
+is a miss, never a stale hit. Entries are ``.npz`` files of plain arrays (loaded with ``allow_pickle=False``) written atomically, with a JSON
 sidecar of the configuration for humans. A sweep cached entry by entry resumes where it stopped.
 """
 from __future__ import annotations
@@ -25,13 +25,15 @@ Result = dict[str, Any]
 class Cache:
     """A directory of cached results."""
 
-    def __init__(self, directory: Path):
+    def __init__(self, directory: Path, code: str | None = None):
+        """``code``: the code version the entries are keyed by (default: the whole library's)."""
         self.directory = Path(directory)
+        self.code = code or code_version()
         self.hits = 0
         self.misses = 0
 
     def path(self, name: str, config: dict) -> Path:
-        blob = json.dumps({"name": name, "config": to_json(config), "code": code_version()},
+        blob = json.dumps({"name": name, "config": to_json(config), "code": self.code},
                           sort_keys=True)
         return self.directory / f"{name}-{hashlib.sha256(blob.encode()).hexdigest()[:20]}.npz"
 
@@ -52,7 +54,7 @@ class Cache:
         buf = io.BytesIO()
         np.savez(buf, allow_pickle=False, **arrays)
         atomic_write(path, buf.getvalue())
-        side = {"name": name, "config": to_json(config), "code_version": code_version()}
+        side = {"name": name, "config": to_json(config), "code_version": self.code}
         atomic_write(path.with_suffix(".json"), json.dumps(side, indent=2).encode())
 
     def cached(self, name: str, config: dict, compute: Callable[[], Result]) -> Result:

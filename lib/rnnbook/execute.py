@@ -77,7 +77,7 @@ def execute_chapter(chapter: str, parameters: dict[str, Any] | None = None,
     out.parent.mkdir(parents=True, exist_ok=True)
     nb = jupytext.read(chapter_source(chapter))
     nb.metadata["rnnbook"] = {"source_sha256": source_hash(chapter),
-                              "code_version": code_version(), "parameters": parameters}
+                              "code_version": code_version(chapter), "parameters": parameters}
     (root / chapter).mkdir(parents=True, exist_ok=True)
     (root / chapter / RUN_RECORD).unlink(missing_ok=True)
     started = datetime.datetime.now(datetime.timezone.utc)
@@ -122,7 +122,7 @@ def run_record(chapter: str, parameters: dict[str, Any], started: datetime.datet
 
     import torch
 
-    versions = {"python": platform.python_version(), "rnnbook_code": code_version()}
+    versions = {"python": platform.python_version(), "rnnbook_code": code_version(chapter)}
     for package in ("torch", "numpy", "scipy", "matplotlib", "papermill"):
         with contextlib.suppress(metadata.PackageNotFoundError):
             versions[package] = metadata.version(package)
@@ -160,7 +160,7 @@ def seed_book_cache(executed_dir: Path = EXECUTED_DIR, cache_path: Path = BOOK_C
         if any(o.get("output_type") == "error" for c in executed.cells for o in c.get("outputs", [])):
             continue
         stamp = executed.metadata.get("rnnbook", {})
-        if stamp != {"source_sha256": source_hash(chapter), "code_version": code_version(),
+        if stamp != {"source_sha256": source_hash(chapter), "code_version": code_version(chapter),
                      "parameters": {}}:
             continue
         # the notebook exactly as the book reads it, with the executed outputs

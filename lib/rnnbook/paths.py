@@ -23,11 +23,21 @@ def default_results_dir(profile: str) -> Path:
     return Path(env) if env else BUILD_DIR / "results" / profile
 
 
+def version_files(chapter: str | None = None) -> list[Path]:
+    """The library files a code version hashes: all of them, or, for ``chapter``, all but the other
+    chapters' own modules (``<other chapter>*.py``)."""
+    others = tuple(c for c in chapters() if c != chapter) if chapter else ()
+    return sorted(p for p in LIB_DIR.rglob("*.py") if ".ipynb_checkpoints" not in p.parts
+                  and not (others and p.name.startswith(others)))
+
+
 @cache
-def code_version() -> str:
-    """A hash of the library's source: a cache entry made by other code is never served."""
+def code_version(chapter: str | None = None) -> str:
+    """A hash of the library's source: a cache entry made by other code is never served. A
+    chapter's version leaves out the other chapters' modules, so editing one chapter's code does
+    not invalidate the results (and executions) of the others."""
     h = hashlib.sha256()
-    for path in sorted(p for p in LIB_DIR.rglob("*.py") if ".ipynb_checkpoints" not in p.parts):
+    for path in version_files(chapter):
         h.update(path.relative_to(LIB_DIR).as_posix().encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]

@@ -45,7 +45,7 @@ class Run:
 
     def __post_init__(self) -> None:
         self.claims = Claims(self.dir / "claims.json")
-        self.cache = Cache(self.dir / "cache")
+        self.cache = Cache(self.dir / "cache", code_version(self.chapter))
 
     def pick(self, quick: T, full: T) -> T:
         """The value for this run's profile."""
@@ -80,7 +80,8 @@ class Run:
         display(Markdown(
             f"```{{note}}\nThis page was computed in the **{self.profile}** profile on "
             f"`{self.device.type}` ({platform.processor() or platform.machine()}), seed {self.seed}, "
-            f"library version `{code_version()}`. See {{doc}}`/intro` for how to rerun it.\n```\n"))
+            f"library version `{code_version(self.chapter)}`. See {{doc}}`/intro` for how to rerun "
+            "it.\n```\n"))
 
 
 NUMPY_SCALARS = (np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
