@@ -90,9 +90,10 @@ class Claims:
         head = "".join(f"<th>{f}</th>" for f in FIELDS)
         rows = []
         for c in sorted(self.items, key=id_order):
-            cells = [c.id, c.statement, c.source, format_value(c.value), c.tolerance, c.verdict,
-                     "✓" if c.passed else "✗"]
-            tds = "".join(f"<td>{html.escape(str(x))}</td>" for x in cells)
+            cells = [html.escape(str(x)) for x in (c.id, c.statement, c.source)]
+            cells += [value_html(c.value)]
+            cells += [html.escape(str(x)) for x in (c.tolerance, c.verdict, "✓" if c.passed else "✗")]
+            tds = "".join(f"<td>{x}</td>" for x in cells)
             rows.append(f'<tr class="claim-{"pass" if c.passed else "fail"}">{tds}</tr>')
         return (f'<div class="claims-table"><table><thead><tr>{head}</tr></thead>'
                 f'<tbody>{"".join(rows)}</tbody></table></div>')
@@ -118,6 +119,13 @@ def format_value(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(format_value(v) for v in value) + "]"
     return str(value)
+
+
+def value_html(value: Any) -> str:
+    """A measured value for the claims table: a dict one entry per line, escaped."""
+    if isinstance(value, dict):
+        return "<br>".join(html.escape(f"{k}: {format_value(v)}") for k, v in value.items())
+    return html.escape(format_value(value))
 
 
 def atomic_write(path: Path, data: bytes) -> None:
