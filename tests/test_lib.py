@@ -332,8 +332,9 @@ def test_claims_load_round_trip_and_table(run):
     html = run.claims.table_html()
     for c in loaded:
         assert f"<td>{c.id}</td>" in html
-    for f in claims_mod.FIELDS:
-        assert f"<th>{f}</th>" in html
+    for h in claims_mod.TABLE_HEAD:
+        assert f"<th>{h}</th>" in html
+    assert '<span class="claim-source">Thm. 1</span>' in html and "✗ " in html
     assert "<script>" not in html and "&lt;script&gt;" in html  # escaped
     assert html.count('class="claim-pass"') == 2 and html.count('class="claim-fail"') == 1
     assert "x: 0.333<br>n: 4" in html  # 3 significant digits, one entry per line

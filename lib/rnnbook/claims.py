@@ -20,6 +20,7 @@ import numpy as np
 
 VERDICTS = ("reproduced", "partly", "not reproduced", "inconclusive")
 FIELDS = ("id", "statement", "source", "value", "tolerance", "verdict", "passed")
+TABLE_HEAD = ("id", "claim (source)", "measured", "tolerance", "verdict")
 
 
 @dataclass(frozen=True)
@@ -86,13 +87,14 @@ class Claims:
         atomic_write(self.path, text.encode())
 
     def table_html(self) -> str:
-        """The claims as an HTML table (the chapter's closing table)."""
-        head = "".join(f"<th>{f}</th>" for f in FIELDS)
+        """The claims as an HTML table (the chapter's closing table): the source under the
+        statement and the check mark beside the verdict, so the measured values get the room."""
+        head = "".join(f"<th>{h}</th>" for h in TABLE_HEAD)
         rows = []
         for c in sorted(self.items, key=id_order):
-            cells = [html.escape(str(x)) for x in (c.id, c.statement, c.source)]
-            cells += [value_html(c.value)]
-            cells += [html.escape(str(x)) for x in (c.tolerance, c.verdict, "✓" if c.passed else "✗")]
+            claim = f'{html.escape(c.statement)}<br><span class="claim-source">{html.escape(c.source)}</span>'
+            verdict = f'{"✓" if c.passed else "✗"} {html.escape(c.verdict)}'
+            cells = [html.escape(c.id), claim, value_html(c.value), html.escape(c.tolerance), verdict]
             tds = "".join(f"<td>{x}</td>" for x in cells)
             rows.append(f'<tr class="claim-{"pass" if c.passed else "fail"}">{tds}</tr>')
         return (f'<div class="claims-table"><table><thead><tr>{head}</tr></thead>'
