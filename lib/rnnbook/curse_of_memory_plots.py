@@ -21,7 +21,8 @@ def plot_f1(rhos, mc_rows, f1c_lams) -> "plt.Figure":
     """F1: (A) K2 vs λ for each ρ, grey K1 at ρ = 1, MC dots; (B) K5 vs λ for λ* = 1 - .01·2^k;
     (C) K5 vs θ - θ* at |λ| = |λ*|."""
     import matplotlib.pyplot as plt
-    fig, axs = plt.subplots(1, 3, figsize=(15, 4.4))
+    fig, ax = plt.subplot_mosaic([["A", "B"], ["C", "C"]], figsize=(10, 8.4))
+    axs = [ax["A"], ax["B"], ax["C"]]
     x = np.linspace(0.05, 4, 300)
     lam = 1 - 10 ** -x
     for i, rho in enumerate(rhos):
@@ -34,7 +35,7 @@ def plot_f1(rhos, mc_rows, f1c_lams) -> "plt.Figure":
     _lam_axis(axs[0])
     axs[0].set_ylabel(r"$E[(d_\lambda h)^2]$")
     axs[0].set_title("(A) sensitivity; circles: Monte-Carlo")
-    axs[0].legend(fontsize=9)
+    axs[0].legend(fontsize=10)
     for k in range(7):
         ls = 1 - 0.01 * 2 ** k
         xs = np.linspace(0.0, 3, 400)
@@ -44,7 +45,7 @@ def plot_f1(rhos, mc_rows, f1c_lams) -> "plt.Figure":
     _lam_axis(axs[1])
     axs[1].set_ylabel(r"loss $L(\lambda)$")
     axs[1].set_title(r"(B) real $\lambda$")
-    axs[1].legend(fontsize=8, ncol=2)
+    axs[1].legend(fontsize=9, ncol=2)
     dth = np.linspace(-np.pi, np.pi, 801)
     for k, nu in enumerate(f1c_lams):
         axs[2].plot(dth, loss_1d(nu * np.exp(1j * dth), nu + 0j), color=plt.cm.viridis(k / max(len(f1c_lams) - 1, 1)),
@@ -53,14 +54,14 @@ def plot_f1(rhos, mc_rows, f1c_lams) -> "plt.Figure":
     axs[2].set_xlabel(r"$\theta-\theta^*$")
     axs[2].set_ylabel(r"loss")
     axs[2].set_title(r"(C) phase, $\theta^*=0$")
-    axs[2].legend(fontsize=8)
+    axs[2].legend(fontsize=10)
     return fig
 
 
 def plot_f2(rhos) -> "plt.Figure":
     """F2: K4: (A) γ²E[h²]; (B) γ²E[(d_{ω_ν}h)²] with the exp parametrisation; grey: without γ/exp."""
     import matplotlib.pyplot as plt
-    fig, axs = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, axs = plt.subplots(1, 2, figsize=(10, 4.4))
     x = np.linspace(0.05, 4, 300)
     lam = 1 - 10 ** -x
     for i, rho in enumerate(rhos):
@@ -73,7 +74,9 @@ def plot_f2(rhos) -> "plt.Figure":
         _lam_axis(ax)
     axs[0].set_ylabel(r"$\gamma^2E[h^2]$ (faint: $E[h^2]$)")
     axs[1].set_ylabel(r"$\gamma^2E[(d_{\omega_\nu}h)^2]$ (faint: $E[(d_\lambda h)^2]$)")
-    axs[0].legend(fontsize=9)
+    axs[0].set_title("(A)")
+    axs[1].set_title("(B)")
+    axs[0].legend(fontsize=10)
     return fig
 
 
@@ -111,7 +114,8 @@ def plot_f5(h: dict, eff: dict[str, dict[str, float]]) -> "plt.Figure":
     """F5: Hessians at the optimum (SymLog colours), their spectra, and Adam's effective lr per group."""
     import matplotlib.pyplot as plt
     from matplotlib.colors import SymLogNorm
-    fig, axs = plt.subplots(1, 4, figsize=(18, 4.3))
+    fig, axs = plt.subplots(2, 2, figsize=(10, 8.6))
+    axs = axs.ravel()
     vmax = max(abs(h["H_dense"]).max(), abs(h["H_cdiag"]).max())
     norm = SymLogNorm(linthresh=1e-2, vmin=-vmax, vmax=vmax)
     for ax, n, title in ((axs[0], "dense", "dense RNN"), (axs[1], "cdiag", "complex diagonal")):
@@ -119,8 +123,7 @@ def plot_f5(h: dict, eff: dict[str, dict[str, float]]) -> "plt.Figure":
         ax.set_title(f"Hessian, {title}")
         ax.grid(False)
     ticks = [-1e6, -1e3, -1, 0, 1, 1e3, 1e6]
-    cb = fig.colorbar(im, ax=axs[1], shrink=0.8, ticks=[t for t in ticks if abs(t) <= vmax])
-    cb.ax.tick_params(labelsize=9)
+    fig.colorbar(im, ax=axs[:2].tolist(), shrink=0.8, ticks=[t for t in ticks if abs(t) <= vmax])
     axs[0].set_xlabel("A (16) | B (4) | C (4) | D")
     axs[1].set_xlabel(r"$\lambda_{re},\lambda_{im}$ | B | C | D")
     for i, n in enumerate(("dense", "cdiag")):
@@ -142,7 +145,7 @@ def plot_f5(h: dict, eff: dict[str, dict[str, float]]) -> "plt.Figure":
     axs[3].set_xticks(range(len(vals)), labels)
     axs[3].set_yscale("log")
     axs[3].set_ylabel("Adam effective lr")
-    axs[3].legend([bars[0], bars[-1]], list(eff), fontsize=9, loc="upper left")
+    axs[3].legend([bars[0], bars[-1]], list(eff), fontsize=10, loc="upper left")
     axs[3].set_title(r"effective lr, $\eta=10^{-3}$")
     return fig
 
@@ -161,8 +164,8 @@ def plot_f8(runs: dict[str, np.ndarray]) -> "plt.Figure":
 
 
 def plot_f9(rhos, n_nu: int, n_theta: int, lam0=0.99 * np.exp(1j * np.pi / 4)) -> "plt.Figure":
-    """F9: |S(λ, λ0, ρ)| on the disc (as the notebook: λ0 not conjugated), rows: exact (Eq. cm-S),
-    the notebook's ``estimate``, and their ratio."""
+    """F9: |S(λ, λ0, ρ)| on the disc (as the notebook: λ0 not conjugated), one row per ρ; columns:
+    exact (Eq. cm-S), the notebook's ``estimate``, and their ratio."""
     import matplotlib.pyplot as plt
     from matplotlib.colors import LogNorm
     from matplotlib.ticker import LogFormatterMathtext
@@ -170,27 +173,29 @@ def plot_f9(rhos, n_nu: int, n_theta: int, lam0=0.99 * np.exp(1j * np.pi / 4)) -
     th = np.linspace(-1, 1, n_theta) * np.pi
     N, TH = np.meshgrid(nu, th)
     lam = N * np.exp(1j * TH)
-    fig, axs = plt.subplots(3, len(rhos), figsize=(3.1 * len(rhos), 9.0), squeeze=False)
+    fig, axs = plt.subplots(len(rhos), 3, figsize=(9.6, 2.55 * len(rhos) + 0.9), squeeze=False,
+                            sharex=True, sharey=True)
     norm = LogNorm(vmin=1e-2, vmax=1e5)
     for j, rho in enumerate(rhos):
         Z = {}
         for i, (fn, name) in enumerate(((S, "exact"), (S_notebook, "notebook"))):
             Z[name] = np.abs(fn(lam, lam0, rho))
-            cs = axs[i, j].contourf(lam.real, lam.imag, np.clip(Z[name], 1e-2, 1e5),
+            cs = axs[j, i].contourf(lam.real, lam.imag, np.clip(Z[name], 1e-2, 1e5),
                                     levels=np.logspace(-2, 5, 29), norm=norm, cmap="Blues")
-            axs[i, j].set_title(fr"{name}, $\rho={rho:g}$", fontsize=11)
         ratio = np.clip(Z["notebook"] / Z["exact"], 0.25, 1.75)
-        cr = axs[2, j].contourf(lam.real, lam.imag, ratio, levels=np.linspace(0.25, 1.75, 31),
+        cr = axs[j, 2].contourf(lam.real, lam.imag, ratio, levels=np.linspace(0.25, 1.75, 31),
                                 cmap="RdBu_r")
-        axs[2, j].set_title(fr"notebook / exact, $\rho={rho:g}$", fontsize=11)
-        for i in range(3):
-            axs[i, j].set_aspect("equal")
-            axs[i, j].grid(False)
-            axs[i, j].tick_params(labelsize=9)
-    fig.colorbar(cs, ax=axs[:2].ravel().tolist(), shrink=0.7, ticks=[1e-2, 1, 1e2, 1e4],
-                 format=LogFormatterMathtext(), label=r"$|S(\lambda,\lambda_0,\rho)|$")
-    fig.colorbar(cr, ax=axs[2].ravel().tolist(), shrink=0.9, ticks=[0.25, 0.5, 1, 1.5],
-                 label="ratio")
+        axs[j, 0].set_ylabel(fr"$\rho={rho:g}$")
+        for ax in axs[j]:
+            ax.set_aspect("equal")
+            ax.grid(False)
+    for ax, name in zip(axs[0], ("exact", "notebook", "notebook / exact")):
+        ax.set_title(name)
+    fig.colorbar(cs, ax=axs[:, :2].ravel().tolist(), orientation="horizontal", shrink=0.8, aspect=30,
+                 ticks=[1e-2, 1, 1e2, 1e4], format=LogFormatterMathtext(),
+                 label=r"$|S(\lambda,\lambda_0,\rho)|$")
+    fig.colorbar(cr, ax=axs[:, 2].tolist(), orientation="horizontal", shrink=0.9, aspect=15,
+                 ticks=[0.25, 0.5, 1, 1.5], label="ratio")
     return fig
 
 
@@ -198,7 +203,7 @@ def plot_e2(T_values=(10, 100, 1000)) -> "plt.Figure":
     """E2: the learning-dynamics regulariser and its b-curvature at finite T against their T -> inf
     limits :math:`E[h^2]_{\\rho=0}` and :math:`E[(d_\\lambda h)^2]_{\\rho=0}`."""
     import matplotlib.pyplot as plt
-    fig, axs = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, axs = plt.subplots(1, 2, figsize=(10, 4.4))
     x = np.linspace(0.05, 3.5, 200)
     b = 1 - 10 ** -x
     axs[0].plot(x, h2(b, 0.0), color="k", label=r"$E[h^2]_{\rho=0}$")
@@ -212,7 +217,7 @@ def plot_e2(T_values=(10, 100, 1000)) -> "plt.Figure":
     for ax in axs:
         ax.set_yscale("log")
         ax.set_xlabel(r"$-\log_{10}(1-b)$")
-        ax.legend(fontsize=9)
+        ax.legend(fontsize=10)
     return fig
 
 
@@ -222,7 +227,8 @@ def plot_f6(taus, act: dict[str, np.ndarray], g2: dict[str, dict[str, np.ndarray
     moment of the λ-gradients and of all other gradients (no normalisation); (C) c-diag λ-gradient
     second moment per normalisation."""
     import matplotlib.pyplot as plt
-    fig, axs = plt.subplots(1, 3, figsize=(16, 4.4))
+    fig, ax = plt.subplot_mosaic([["A", "B"], ["C", "C"]], figsize=(10, 8.8))
+    axs = [ax["A"], ax["B"], ax["C"]]
     for i, (m, a) in enumerate(act.items()):
         axs[0].loglog(taus, a[:, 0], "o--", color=f"C{i}", alpha=0.6, label=f"{m}, block 1")
         axs[0].loglog(taus, a[:, -1], "o-", color=f"C{i}", label=f"{m}, block 4")
@@ -239,7 +245,7 @@ def plot_f6(taus, act: dict[str, np.ndarray], g2: dict[str, dict[str, np.ndarray
     axs[2].set_title("(C) normalisation")
     for ax in axs:
         ax.set_xlabel(r"characteristic time $\tau$")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=9)
     return fig
 
 
@@ -247,7 +253,8 @@ def plot_f7(nus, curv: dict[str, np.ndarray], slices: dict[str, dict[str, np.nda
     """F7 (Fig. 6): γ-loss along ω_ν and ω_θ around the optimum, and its curvatures at the optimum
     against ν*, for the polar, exp and opt parametrisations."""
     import matplotlib.pyplot as plt
-    fig, axs = plt.subplots(1, 4, figsize=(19, 4.2))
+    fig, axs = plt.subplots(2, 2, figsize=(10, 8.4))
+    axs = axs.ravel()
     x = -np.log10(1 - np.asarray(nus))
     for i, (name, sl) in enumerate(slices.items()):
         axs[0].plot(sl["offset"], sl["nu"], color=f"C{i}", label=name)
@@ -265,7 +272,7 @@ def plot_f7(nus, curv: dict[str, np.ndarray], slices: dict[str, dict[str, np.nda
         ax.set_ylabel(t + " at the optimum")
     axs[2].set_title("(C) curvature in $\\omega_\\nu$")
     axs[3].set_title("(D) curvature in $\\omega_\\theta$")
-    axs[0].legend(fontsize=9)
+    axs[0].legend(fontsize=10)
     return fig
 
 
@@ -275,19 +282,24 @@ def plot_f10(hessians: dict[str, np.ndarray], losses: dict[str, dict[str, float]
     import matplotlib.pyplot as plt
     from matplotlib.colors import LogNorm
     n = len(hessians)
-    fig, axs = plt.subplots(1, n + 1, figsize=(4.2 * (n + 1), 4.0))
+    rows = math.ceil((n + 1) / 2)
+    fig, axs = plt.subplots(rows, 2, figsize=(9.6, 4.2 * rows))
+    axs = axs.ravel()
+    for ax in axs[n + 1:]:
+        ax.remove()
     for ax, (label, H) in zip(axs, hessians.items()):
         im = ax.imshow(np.abs(H) / np.abs(H).max() + 1e-300, norm=LogNorm(vmin=1e-6, vmax=1), cmap="Blues")
-        ax.set_title(fr"|H| / max|H|, $\theta_0$ = {label}", fontsize=11)
+        ax.set_title(fr"|H| / max|H|, $\theta_0$ = {label}")
         ax.grid(False)
-    fig.colorbar(im, ax=axs[n - 1], shrink=0.8)
+    fig.colorbar(im, ax=axs[:2].tolist(), shrink=0.8)
     for i, (m, t) in enumerate(losses.items()):
         axs[n].plot(range(len(t)), list(t.values()), "o-", color=f"C{i}", label=m)
     axs[n].set_xticks(range(len(t)), list(t))
     axs[n].set_yscale("log")
     axs[n].set_xlabel(r"$\theta_0$ (teacher = student)")
     axs[n].set_ylabel("final loss")
-    axs[n].legend(fontsize=9)
+    axs[n].set_title("final loss")
+    axs[n].legend(fontsize=10)
     return fig
 
 
@@ -295,7 +307,7 @@ def plot_f11(heads, losses, steps, hist: dict[int, np.ndarray]) -> "plt.Figure":
     """F11 (Fig. 11): final loss against the number of heads; Adam's effective lr of A per unit
     learning rate along training."""
     import matplotlib.pyplot as plt
-    fig, axs = plt.subplots(1, 2, figsize=(12, 4.2))
+    fig, axs = plt.subplots(1, 2, figsize=(10, 4.4))
     axs[0].bar(range(len(heads)), losses, color=[f"C{i}" for i in range(len(heads))])
     axs[0].set_xticks(range(len(heads)), [str(h) for h in heads])
     axs[0].set_yscale("log")
@@ -305,8 +317,8 @@ def plot_f11(heads, losses, steps, hist: dict[int, np.ndarray]) -> "plt.Figure":
         if h in hist:
             axs[1].semilogy(steps, hist[h], color=f"C{i}", label=f"{h} heads")
     axs[1].set_xlabel("step")
-    axs[1].set_ylabel(r"effective lr of $A$ per unit lr, $\eta_{eff}/\eta$")
-    axs[1].legend(fontsize=9)
+    axs[1].set_ylabel("effective lr of $A$ per unit lr,\n" r"$\eta_{eff}/\eta$")
+    axs[1].legend(fontsize=10)
     return fig
 
 
@@ -316,7 +328,8 @@ def plot_f12(fit: dict, acf: np.ndarray, jac: dict[str, np.ndarray], T: np.ndarr
     |diagonal| and |off-diagonal| entries of dh_t/dh_0 (GRU); (C, D) Var h and Var d_b h per neuron
     against T = 1/(1-σ(b)) for the three gate types, with the K10 theory (lines)."""
     import matplotlib.pyplot as plt
-    fig, axs = plt.subplots(1, 4, figsize=(20, 4.3))
+    fig, axs = plt.subplots(2, 2, figsize=(10, 8.8))
+    axs = axs.ravel()
     lag = np.arange(len(acf))
     axs[0].plot(lag[1:], acf[1:], ".", ms=3, color="0.4", label="empirical")
     axs[0].plot(lag[1:], fit["a1"] * fit["rho"] ** lag[1:], color="C3",
@@ -324,7 +337,7 @@ def plot_f12(fit: dict, acf: np.ndarray, jac: dict[str, np.ndarray], T: np.ndarr
     axs[0].set_xlabel(r"lag $\Delta$")
     axs[0].set_ylabel(r"$E[x_tx_{t-\Delta}]$ ($\Delta\geq1$)")
     axs[0].set_title("(A) substitute inputs")
-    axs[0].legend(fontsize=8)
+    axs[0].legend(fontsize=9)
     for i in range(len(jac["T_max"])):
         lab = fr"$T_{{max}}$={jac['T_max'][i]:g}, $\sigma_h$={jac['sigma_h'][i]:g}"
         st = np.arange(1, jac["diag"].shape[1] + 1)
@@ -333,8 +346,8 @@ def plot_f12(fit: dict, acf: np.ndarray, jac: dict[str, np.ndarray], T: np.ndarr
     axs[1].set_ylim(1e-12, 2)
     axs[1].set_xlabel(r"$\Delta t$")
     axs[1].set_ylabel(r"mean $|\partial h_{\Delta t}/\partial h_0|$")
-    axs[1].set_title("(B) GRU: diagonal (solid), off-diagonal (dashed)")
-    axs[1].legend(fontsize=6, ncol=2)
+    axs[1].set_title("(B) GRU: diagonal (solid),\noff-diagonal (dashed)")
+    axs[1].legend(fontsize=8, ncol=2)
     order = np.argsort(T)
     for ax, key, title in ((axs[2], "var_h", "(C) Var $h$"), (axs[3], "var_dbh", "(D) Var $d_bh$")):
         for i, (g, m) in enumerate(moments.items()):
@@ -344,25 +357,25 @@ def plot_f12(fit: dict, acf: np.ndarray, jac: dict[str, np.ndarray], T: np.ndarr
             ax.loglog(T[order], theory["var_dbh_notebook"][order], "k:", label="notebook's formula")
         ax.set_xlabel(r"$T = 1/(1-\sigma(b))$")
         ax.set_title(title + r" per neuron (/$\|W_{n,i}\|^2$)")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=9)
     return fig
 
 
 def plot_e1(curves: dict[str, np.ndarray], steps: int, sens: dict[str, dict[float, float]]) -> "plt.Figure":
     """E1: loss curves (best lr per optimiser) and final loss against lr, per (model, ν0, optimiser)."""
     import matplotlib.pyplot as plt
-    fig, axs = plt.subplots(1, 2, figsize=(13, 4.4))
+    fig, axs = plt.subplots(2, 1, figsize=(10, 8.4))
     for i, (k, c) in enumerate(curves.items()):
         axs[0].semilogy(np.linspace(0, steps, len(c)), c, color=f"C{i % 10}",
                         ls="-" if "Adam" in k else "--", label=k)
     axs[0].set_xlabel("step")
     axs[0].set_ylabel("training loss (best lr)")
-    axs[0].legend(fontsize=7, ncol=2)
+    axs[0].legend(fontsize=10, loc="center left", bbox_to_anchor=(1, 0.5))
     for i, (k, t) in enumerate(sens.items()):
         lrs = sorted(t)
         axs[1].loglog(lrs, [min(t[x], 1e6) for x in lrs], "o-" if "Adam" in k else "s--",
                       color=f"C{i % 10}", label=k)
     axs[1].set_xlabel("learning rate")
     axs[1].set_ylabel("final loss (diverged: 1e6)")
-    axs[1].legend(fontsize=7, ncol=2)
+    axs[1].legend(fontsize=10, loc="center left", bbox_to_anchor=(1, 0.5))
     return fig

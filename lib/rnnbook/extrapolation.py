@@ -754,7 +754,7 @@ def plot_convergence(rows: Sequence[dict], example: dict):
     """F4: (a) final L against eps for runs with k > 2 d_hat; (b) L(t) and eps(t) of one run."""
     import matplotlib.pyplot as plt
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4.4))
     for i, variant in enumerate(sorted({r["variant"] for r in rows})):
         sub = select(rows, variant=variant)
         a.scatter([r["loss"] for r in sub], [r["eps"] for r in sub], color=f"C{i}",
@@ -789,15 +789,21 @@ def plot_spectra(rows: Sequence[dict], lam: Sequence[float], w: Sequence[float])
     """E1: atoms and weights of learned students (stem plots) against the teacher's."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(rows), figsize=(3.2 * len(rows), 3.6), sharey=True)
-    for ax, r in zip(np.atleast_1d(axes), rows):
+    ncols = min(len(rows), 2)
+    nrows = math.ceil(len(rows) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.8 * ncols, 3.8 * nrows), sharey=True, squeeze=False)
+    axes = axes.ravel()
+    for ax in axes[len(rows):]:
+        ax.remove()
+    for ax, r in zip(axes, rows):
         mu, wts = spectrum(r["A"], r["B"], r["C"])
         ax.stem(mu, wts, linefmt="C1-", markerfmt="C1s", basefmt=" ", label="student")
         t = ax.stem(lam, w, linefmt="k:", markerfmt="ko", basefmt=" ", label="teacher")
         t.markerline.set(markerfacecolor="none", markersize=11)
         ax.set(title=f"$k={r['k']}$", xlabel=r"atom $\mu_i$")
-    np.atleast_1d(axes)[0].set_ylabel("weight $w_i$")
-    np.atleast_1d(axes)[0].legend()
+    for ax in axes[::ncols]:
+        ax.set_ylabel("weight $w_i$")
+    axes[0].legend()
     return fig
 
 
@@ -862,7 +868,7 @@ def plot_gru(res: dict[str, np.ndarray]):
     the reference of a student that copies k taps and is then silent."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.4), sharey=True)
     ks = np.unique(res["k"])
     for ax, kind in zip(axes, ("rel_mse", "beyond")):
         for i, L in enumerate(GRU_LENGTHS):

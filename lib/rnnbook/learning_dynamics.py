@@ -716,7 +716,7 @@ def plot_f1(f1s: Sequence[dict]):
     """F1 (Figs. 2, A1): ac and b against the GD step, one row per T; decoupled GD solid, theory
     dashed (eq. 47 with b frozen at λ; Taylor b-flow with u frozen at δ), joint GD dotted."""
     plt = _plt()
-    fig, axes = plt.subplots(len(f1s), 2, figsize=(11, 4.2 * len(f1s)), squeeze=False)
+    fig, axes = plt.subplots(len(f1s), 2, figsize=(10, 4.4 * len(f1s)), squeeze=False)
     for row, f1 in zip(axes, f1s):
         for r in range(len(f1["delta"])):
             lab = f"$(\\delta,\\lambda)=({f1['delta'][r]:g},{f1['lam'][r]:g})$"
@@ -737,7 +737,7 @@ def plot_f2(f2: dict):
     """F2 (Fig. 3): learned b and ac against δ (constant) or λ (inv_exp, exp): K5 lines, GD dots;
     shading where b* > 1."""
     plt = _plt()
-    fig, axes = plt.subplots(2, 3, figsize=(12, 6.5), sharex="col")
+    fig, axes = plt.subplots(2, 3, figsize=(10, 7), sharex="col")
     xl = {"constant": "$\\delta$", "inv_exp": "$\\lambda$", "exp": "$\\lambda$"}
     for j, fam in enumerate(F2_GRIDS):
         for iT, T in enumerate(np.unique(f2["T"])):
@@ -760,7 +760,7 @@ def plot_f2(f2: dict):
                 ax.set_ylim(mid - 0.5, mid + 0.5)
     axes[0, 0].set_ylabel("$b$")
     axes[1, 0].set_ylabel("$ac$")
-    axes[0, 0].legend(fontsize=9)
+    axes[0, 0].legend(fontsize=10)
     return fig
 
 
@@ -769,7 +769,7 @@ def plot_f3(f3: dict):
     each T; dotted: the unmodified task's zero-loss solution."""
     plt = _plt()
     nT = len(f3["T"])
-    fig, axes = plt.subplots(2 * nT, 3, figsize=(12, 3.0 * 2 * nT), sharex="col")
+    fig, axes = plt.subplots(2 * nT, 3, figsize=(10, 3.0 * 2 * nT), sharex="col")
     xl = {"constant": "$\\delta$", "exp": "$\\lambda$", "dirac": "$\\beta$"}
     cmap = plt.get_cmap("viridis")
     for it, T in enumerate(f3["T"]):
@@ -790,7 +790,7 @@ def plot_f3(f3: dict):
             axes[-1, j].set_xlabel(xl[fam])
         axes[2 * it, 0].set_ylabel("$b$")
         axes[2 * it + 1, 0].set_ylabel("$ac$")
-    axes[0, 0].legend(fontsize=8)
+    axes[0, 0].legend(fontsize=9)
     return fig
 
 
@@ -809,7 +809,7 @@ def landscape(T: int, s1: float, b: np.ndarray, u: np.ndarray) -> dict[str, np.n
 def plot_f4(T: int, s1s=(0.5, 1.5, 2.5), n: int = 200):
     """F4: contour maps of :func:`landscape` for each s_1 (rows): data term, regulariser, E."""
     plt = _plt()
-    fig, axes = plt.subplots(len(s1s), 3, figsize=(12, 3.4 * len(s1s)), sharex=True, sharey=True)
+    fig, axes = plt.subplots(len(s1s), 3, figsize=(10, 3.4 * len(s1s)), sharex=True, sharey=True)
     b, u = np.linspace(-2, 2, n), np.linspace(-2, 2, n)
     for i, s1 in enumerate(s1s):
         L = landscape(T, s1, b, u)
@@ -833,7 +833,7 @@ def plot_f5(phase: dict[int, dict], B: float):
     """F5 (Fig. A3): b*, u*, E* against β for each T (grid minimiser on [-B, B]); lines at
     :math:`1/\\sqrt2` and 1; dashed: the trivial branch u = 1/β, E = β²."""
     plt = _plt()
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2))
+    fig, axes = plt.subplots(1, 3, figsize=(10, 4.2))
     for i, (T, ph) in enumerate(sorted(phase.items())):
         for ax, key in zip(axes, ("b", "u", "E")):
             y = np.abs(ph[key]) if key == "b" else ph[key]
@@ -856,7 +856,7 @@ def plot_f9(f9: dict):
     dotted: the K8 solution."""
     plt = _plt()
     groups = ["A9", "A10", "A11"]
-    fig, axes = plt.subplots(3, 4, figsize=(14, 9), sharex=True)
+    fig, axes = plt.subplots(3, 4, figsize=(10, 9), sharex=True)
     for ig, g in enumerate(groups):
         rows = np.nonzero(f9["group"] == g)[0]
         for n, r in enumerate(rows):
@@ -868,7 +868,7 @@ def plot_f9(f9: dict):
                 ax.plot(f9["step"], fn(f9[key][r]), color=f"C{n}", label=lab)
                 ax.axhline(fn(f9[key + "_star"][r]), color=f"C{n}", ls=":", lw=1)
         axes[ig, 0].set_ylabel(g)
-        axes[ig, 0].legend(fontsize=8)
+        axes[ig, 0].legend(fontsize=9)
     for j, t in enumerate(("|b|", "arg b", "|ac|", "arg ac")):
         axes[0, j].set_title(t)
         axes[-1, j].set_xlabel("GD step")
@@ -907,7 +907,7 @@ def plot_e1(Ts=(5, 10, 20, 50)):
     """E1: finite-T curvature and regulariser against their T -> inf limits, log scale."""
     plt = _plt()
     b = np.linspace(0, 0.98, 300)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     for i, T in enumerate(Ts):
         gn, reg, _, _ = curvature(b, T)
         axes[0].plot(b, gn, color=f"C{i}", label=f"T={T}")
@@ -925,17 +925,17 @@ def plot_e2(tab: dict, gd: dict):
     """E2: (a) exact onset β against the box bound B for each T, with β = 1; (b) final |b| of GD on
     the Dirac task (T = 6) against s_1/s_T for each b0."""
     plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     for i, T in enumerate(tab["T"]):
         axes[0].plot(tab["B"], tab["onset"][i], "o-", color=f"C{i}", label=f"T={T}")
     axes[0].axhline(1, color="k", lw=1, ls="--")
-    axes[0].set(xscale="log", xlabel="box bound $B$ on $b$", ylabel="onset $\\beta$")
+    axes[0].set(xscale="log", xlabel="box bound $B$ on $b$", ylabel="onset $\\beta$", title="(a)")
     axes[0].set_xticks(tab["B"], [f"{b:g}" for b in tab["B"]])
     axes[0].minorticks_off()
     axes[0].legend()
     for i, b0 in enumerate(gd["b0"]):
         axes[1].plot(gd["ratio"], gd["b"][i], "o-", ms=3, color=f"C{i}", label=f"$b_0$={b0:g}")
-    axes[1].set(xlabel="$s_1/s_T$", ylabel="final $|b|$ (GD)")
+    axes[1].set(xlabel="$s_1/s_T$", ylabel="final $|b|$ (GD)", title="(b)")
     axes[1].legend()
     return fig
 

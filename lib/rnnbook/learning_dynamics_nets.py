@@ -447,7 +447,7 @@ def plot_f6(ntk: dict, gate: float = 1e-3):
     """F6 (Figs. 5, A6): heat maps of the kernel distance D over (T, σ), aligned and unaligned init,
     mean over seeds; unconverged cells (final loss > ``gate`` × the zero network's) are white."""
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     D = _converged(ntk, gate)
     for ax, init, name in zip(axes, (0, 1), ("aligned", "unaligned")):
         im = _heat(ax, D[:, init], ntk["T"], ntk["sigma"], "T", "initial scale $\\sigma$", name)
@@ -460,14 +460,19 @@ def plot_f6_extra(wide: dict, sep: dict, gate: float = 1e-3):
     initial b = σ_b and a = c = σ) over (σ_b, σ) for each T of ``sep``."""
     import matplotlib.pyplot as plt
     nT = len(sep["T"])
-    fig, axes = plt.subplots(1, 1 + nT, figsize=(5.5 * (1 + nT), 4.2))
+    rows = math.ceil((1 + nT) / 2)
+    fig, axes = plt.subplots(rows, 2, figsize=(10, 4.4 * rows))
+    axes = axes.ravel()
+    for ax in axes[1 + nT:]:
+        ax.remove()
+    axes = axes[:1 + nT]
     im = _heat(axes[0], _converged(wide, gate)[:, 0], wide["T"], wide["sigma"], "T",
                "initial scale $\\sigma$", f"A5: unaligned, $N_h$ = {int(wide['N_h'])}")
     Ds = _converged(sep, gate)[:, 0]  # (T, σ_b, σ)
     for ax, T, D in zip(axes[1:], sep["T"], Ds):
         _heat(ax, D, sep["sigma_b"], sep["sigma"], "initial $b$ ($\\sigma_b$)", "initial $a = c$ ($\\sigma$)",
               f"A7: aligned, T = {T}")
-    fig.colorbar(im, ax=axes, label="kernel distance D")
+    fig.colorbar(im, ax=axes.tolist(), label="kernel distance D")
     return fig
 
 
@@ -476,7 +481,7 @@ def plot_f7(sens: dict):
     (first seed) with the theory's values, and the relative MSE against T_test."""
     import matplotlib.pyplot as plt
     T = int(sens["T"])
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+    fig, axes = plt.subplots(1, 3, figsize=(10, 4.2))
     for ax, rule, target in ((axes[0], "sum", 1.0), (axes[1], "mean", 1.0 / T)):
         r = int(np.nonzero(sens["rule"] == rule)[0][0])
         ax.plot(sens["step"], sens["sv_h"][:, r], "-", color="C0")
@@ -502,7 +507,8 @@ def plot_f8(stab: dict):
     :math:`\\lVert\\partial L/\\partial h_{T+1}\\rVert`, :math:`\\lVert\\partial L/\\partial W_h\\rVert`, late vs
     early importance (first seed)."""
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    from matplotlib.ticker import MaxNLocator
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     for rule, col in (("late", "C0"), ("early", "C3")):
         r = int(np.nonzero(stab["rule"] == rule)[0][0])
         axes[0].plot(stab["step"], stab["sv_h"][:, r], color=col)
@@ -512,7 +518,9 @@ def plot_f8(stab: dict):
     axes[0].set(xlabel="GD step", ylabel="singular values of $W_h$")
     axes[0].legend()
     axes[1].set(yscale="log", xlabel="GD step", ylabel="gradient norm")
-    axes[1].legend(fontsize=9)
+    axes[1].legend(fontsize=10)
+    for ax in axes:
+        ax.xaxis.set_major_locator(MaxNLocator(5))
     return fig
 
 
@@ -544,8 +552,8 @@ def a5_a7_figure(run: Run, Ts: Sequence[int], sigmas: Sequence[float], seeds: Se
     sep = ntk_by_T(run.cache, "F6-A7", [2, 6], sigmas[:5], seeds, inits=("aligned",), sigma_b=sigmas[:5],
                    progress=run.progress)
     run.save_figure(plot_f6_extra(wide, sep), "F6-A5-A7",
-                    "Kernel distance, full profile. Left (Fig. A5): unaligned networks with $N_h = 300$ "
-                    "hidden units against $T$ and $\\sigma$. Right (Fig. A7): aligned networks with "
+                    "Kernel distance, full profile. Top left (Fig. A5): unaligned networks with $N_h = 300$ "
+                    "hidden units against $T$ and $\\sigma$. Other panels (Fig. A7): aligned networks with "
                     "initial $b = \\sigma_b$ and $a = c = \\sigma$, at T = 2 and 6. White: not converged.")
 
 
