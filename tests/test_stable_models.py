@@ -117,6 +117,19 @@ def test_truncated_forward_runs_each_window_from_zero(cls):
         assert torch.allclose(sm.truncated_forward(rnn, x, None), rnn(x)[0])
 
 
+def test_truncated_tanh_rnn_shares_the_input_map_exactly():
+    """The tanh RNN unfolds Ux + b, not x: same outputs and gradients as nn.RNN unfolding x."""
+    torch.manual_seed(0)
+    ours, ref, x = st.TanhRNN(4, 6), nn.RNN(4, 6, batch_first=True), torch.randn(2, 9, 4)
+    ref.load_state_dict(ours.state_dict())
+    a, b = sm.truncated_forward(ours, x, 3), sm.truncated_forward(ref, x, 3)
+    assert torch.allclose(a, b, atol=1e-6)
+    a.square().sum().backward()
+    b.square().sum().backward()
+    for p, q in zip(ours.parameters(), ref.parameters()):
+        assert torch.allclose(p.grad, q.grad, atol=1e-5)
+
+
 def test_fork_lstm_is_the_k1_truncation():
     torch.manual_seed(0)
     lstm, x = nn.LSTM(88, 8, batch_first=True), torch.rand(1, 20, 88)
@@ -126,13 +139,23 @@ def test_fork_lstm_is_the_k1_truncation():
 
 
 @pytest.mark.parametrize(("cell", "constraint"), [("rnn", "spectral"), ("lstm", "row")])
-def test_projections_hold_at_every_training_step(cell, constraint):
+def test_projections_hold_at_every_training_step(cell, constraint, monkeypatch):
     cfg = st.TaskConfig("jsb", 16, lr=5.0, clip=10.0, epochs=1, batch=2)
     net = st.make_net(cell, cfg, 88, 88, 0.0, 0)
     torch.manual_seed(1)
     data = {"train": [(torch.rand(12, 88) > 0.8).float() for _ in range(8)],
             "test": [(torch.rand(12, 88) > 0.8).float() for _ in range(2)]}
+    after_step = []  # the constrained quantity after every projection, measured independently
+    measure = net.W_hh_norm if cell == "rnn" else lambda: sm.lstm_row_ratio(net.rnn)
+
+    def stabilize_(net_, c):
+        out = stabilize(net_, c)
+        after_step.append(measure())
+        return out
+    stabilize = st.stabilize_
+    monkeypatch.setattr(st, "stabilize_", stabilize_)
     tr = st.train_sequences("jsb", net, cfg, data, constraint, 0)
+    assert len(after_step) == 4 and max(after_step) <= 1 + 1e-5
     assert 0.5 < tr.c1_max <= 1 + 1e-5
     if cell == "rnn":
         assert net.W_hh_norm() <= 1 + 1e-5
@@ -169,3 +192,43 @@ def test_contraction_estimate_of_a_contracting_rnn():
     assert 0.3 < S_hat[1] <= 0.5 + 1e-5
     assert S_hat[4] <= 0.5 ** 4 + 1e-5
     assert st.smallest_contracting_r(S_hat) == 1
+
+
+@pytest.mark.parametrize(("w2", "w32", "passed", "verdict"), [
+    (3.4, 2.4, True, None), (3.4, 3.0, False, "partly"), (3.0, 3.1, False, "not reproduced")])
+def test_c9_rule(w2, w32, passed, verdict):
+    S = st.resolve(**RESOLVE)
+    trunc = {("rnn", s, k): {"w_norms": [1.0, w], "test": 9.0} for s in (False, True)
+             for k, w in ((2, w2), (32, w32))}
+    c9 = st.c9_check(S, trunc)
+    assert (c9["passed"], c9["verdict"]) == (passed, verdict)
+
+
+@pytest.mark.parametrize(("nll", "passed"), [((9.0, 9.1, 9.05), True), ((9.0, 9.2, 9.05), False)])
+def test_c11_rule(nll, passed):
+    S = st.resolve(**RESOLVE)
+    trunc = {(c, False, k): {"test": v} for c in st.CELLS for k, v in zip((8, 32), nll)}
+    res = {("jsb", c, False): [({"test": nll[2]}, None)] for c in st.CELLS}
+    assert st.c11_check(S, trunc, res)["passed"] == passed
+
+
+def test_train_all_covers_every_section_longest_first(monkeypatch):
+    S = st.resolve(**(RESOLVE | {"tasks": ["jsb", "atis"]}))
+    seen = []
+    monkeypatch.setattr(st, "prefit", lambda cache, S_, jobs, workers, progress: seen.extend(jobs))
+    st.train_all(None, S)
+    keys = {(j[0], j[1], j[2], j[4].get("k"), j[4].get("snapshots", False)) for j in seen}
+    assert {("jsb", c, s, k, False) for c, s, k in st.truncation_jobs(S)} <= keys
+    assert {("jsb", "rnn", False, w["k"], True) for w in st.f5_runs(S)} <= keys
+    assert {(t, c, s, None, False) for t in S.tasks for c, s in st.MODELS} <= keys
+    assert any(j[4] == st.FORK_LSTM for j in seen)
+    costs = sorted((st.job_cost(S, j) for j in seen), reverse=True)
+    assert costs[0] > costs[-1] > 0
+
+
+def test_contraction_estimates_listed_c8_first():
+    S = st.resolve(**(RESOLVE | {"tasks": ["jsb", "ptb_char"]}))
+    names = list(st.estimates(S))
+    assert names[0] == "c8" and len(names) == 1 + 4 + 4 + 1
+    assert "jsb/lstm/fork (col, bias 10+10)" in names
+    assert "c8" not in st.estimates(st.resolve(**RESOLVE))

@@ -80,6 +80,19 @@ def test_projection_batched_equals_one_at_a_time():
     assert torch.equal(inside, W / 10)  # feasible matrices are left exactly as they are
 
 
+def test_in_place_projection_equals_the_svd_form():
+    """project_spectral_ (in place, used in training) = eq. (sm-proj), skipping feasible W."""
+    W = smt.random_matrices(6, 12, 4.0, torch.Generator().manual_seed(3))
+    for i in range(6):
+        P = W[i].clone()
+        sm.project_spectral_(P)
+        assert torch.allclose(P, sm.project_spectral(W[i]), rtol=0, atol=1e-12)
+    inside = W[0] / torch.linalg.matrix_norm(W[0], ord=2)
+    kept = inside * 0.99
+    sm.project_spectral_(kept)
+    assert torch.equal(kept, inside * 0.99)  # a feasible W is left exactly as it is
+
+
 def test_projection_is_the_nearest_feasible_point():
     """Against random feasible points: no point of the ball is closer to W than P(W)."""
     gen = torch.Generator().manual_seed(2)
