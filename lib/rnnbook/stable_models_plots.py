@@ -79,17 +79,24 @@ def plot_e1(norms: dict[str, list[float]]):
     return fig
 
 
-def plot_e2(S_hat: dict[str, dict[int, float]]):
-    """E2: contraction estimates :math:`\\hat S_r` against r for every model."""
+def plot_e2(S_hat: dict[str, dict[int, float]], floor: float = 1e-8):
+    """E2: contraction estimates :math:`\\hat S_r` against r for every model: colour by task and
+    cell, line style by constraint (solid unconstrained, dashed stable, dotted the fork's LSTM);
+    values below ``floor`` (down to an exact 0, a difference lost to float32) drawn at it."""
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(6.5, 4))
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    colours = {}
     for name, d in S_hat.items():
+        task, cell, kind = name.split("/", 2)
+        colour = colours.setdefault((task, cell), f"C{len(colours)}")
+        style = "-" if kind == "unstable" else "--" if kind == "stable" else ":"
         rs = sorted(d)
-        ax.plot(rs, [max(d[r], 1e-30) for r in rs], "o-", label=name)
+        ax.plot(rs, [max(d[r], floor) for r in rs], "o", ls=style, color=colour, label=name)
     ax.axhline(1, color="0.6", ls="--", lw=1)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    ax.set_ylim(floor / 3, None)
     ax.set_xlabel("r (steps of the map)")
-    ax.set_ylabel(r"$\hat S_r$")
-    ax.legend(fontsize=8, ncol=2)
+    ax.set_ylabel(rf"$\hat S_r$ (values below {floor:g} at {floor:g})")
+    ax.legend(fontsize=9, loc="center left", bbox_to_anchor=(1.01, 0.5))
     return fig
