@@ -975,7 +975,9 @@ def e2_contraction(run, S: Settings, tds: dict) -> dict:
     e2 = {n: e for n, e in estimates(S).items() if n != "c8"}
     out = {n: estimate(run.cache, S, tds[e[2]], e) for n, e in run.progress(list(e2.items()))}
     run.save_figure(smp.plot_e2(out), "E2", "E2: contraction estimates Ŝ_r (a lower bound on the "
-                    "r-step Lipschitz constant on reachable states) against r; dashed: 1.")
+                    "r-step Lipschitz constant on reachable states) against r. Colour: task and "
+                    "cell; solid: unconstrained, dashed: stable, dotted: the fork's LSTM; grey "
+                    "line: 1.")
     norm = {n: fit(run.cache, S, tds[e[2]], e[3], e[4], S.seeds[0], **e[5])[1].W_hh_norm()
             for n, e in e2.items()}
     rows = [{"model": n, "‖W_hh‖₂": norm[n], **{f"Ŝ_{r}": v for r, v in d.items()}}
