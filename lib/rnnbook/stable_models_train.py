@@ -12,6 +12,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -905,7 +906,18 @@ def f3_gradients(run, S: Settings, td: TaskData | None, res: dict) -> dict:
             "passed": bool(ok)}
 
 
-Estimate = tuple  # (cache name, cache config, task, cell, stable, fit kwargs, rs, starts, steps)
+class Estimate(NamedTuple):
+    """One contraction estimate of C8 or E2: its cache entry, the model and the search."""
+
+    name: str
+    config: dict
+    task: str
+    cell: str
+    stable: bool
+    kwargs: dict
+    rs: list[int]
+    starts: int
+    steps: int
 
 
 def estimates(S: Settings) -> dict[str, Estimate]:
@@ -915,37 +927,38 @@ def estimates(S: Settings) -> dict[str, Estimate]:
     seed, out = S.seeds[0], {}
     if "ptb_char" in S.tasks:
         rs, (starts, steps) = [2 ** j for j in range(8)], S.contraction
-        out["c8"] = ("c8", {"rs": rs, "starts": starts, "steps": steps, "seed": seed,
-                            "cfg": S.configs["ptb_char"].__dict__},
-                     "ptb_char", "lstm", False, {}, rs, starts, steps)
+        config = {"rs": rs, "starts": starts, "steps": steps, "seed": seed,
+                  "cfg": S.configs["ptb_char"].__dict__}
+        out["c8"] = Estimate("c8", config, "ptb_char", "lstm", False, {}, rs, starts, steps)
     models = [(t, c, s, {}, f"{t}/{c}/{'stable' if s else 'unstable'}")
               for t in ("jsb", "ptb_char") if t in S.tasks for c, s in MODELS]
     if "jsb" in S.tasks:
         models.append(("jsb", "lstm", True, FORK_LSTM, "jsb/lstm/fork (col, bias 10+10)"))
     rs, (starts, steps) = [1, 4, 16, 64], S.e2_contraction
     for t, c, s, kw, name in models:
-        out[name] = ("e2", {"name": name, "rs": rs, "starts": starts, "steps": steps, "seed": seed,
-                            "cfg": S.configs[t].__dict__}, t, c, s, kw, rs, starts, steps)
+        config = {"name": name, "rs": rs, "starts": starts, "steps": steps, "seed": seed,
+                  "cfg": S.configs[t].__dict__}
+        out[name] = Estimate("e2", config, t, c, s, kw, rs, starts, steps)
     return out
 
 
 def estimate(cache, S: Settings, td: TaskData, e: Estimate) -> dict[int, float]:
     """One estimate of :func:`estimates`: :math:`\\hat S_r` of the trained model on windows of
     its test data (:func:`contraction_estimate`), through the results cache."""
-    name, config, task, cell, stable, kwargs, rs, starts, steps = e
     seed = S.seeds[0]
 
     def compute() -> dict:
-        net = fit(cache, S, td, cell, stable, seed, **kwargs)[1]
+        net = fit(cache, S, td, e.cell, e.stable, seed, **e.kwargs)[1]
         x = embedded_windows(net, td, seed=seed)
-        return {str(r): v for r, v in contraction_estimate(net, x, rs, starts, steps, seed).items()}
-    return {int(r): float(v) for r, v in cache.cached(name, config, compute).items()}
+        S_hat = contraction_estimate(net, x, e.rs, e.starts, e.steps, seed)
+        return {str(r): v for r, v in S_hat.items()}
+    return {int(r): float(v) for r, v in cache.cached(e.name, e.config, compute).items()}
 
 
 def estimate_all(cache, S: Settings, progress=lambda it, **kw: it) -> None:
     """C8's and E2's estimates, which are small serial loops, in ``S.workers`` processes (C8,
     the longest, first); each lands in the cache, from which :func:`estimate` then loads it."""
-    todo = [e for e in estimates(S).values() if not cache.path(e[0], e[1]).exists()]
+    todo = [e for e in estimates(S).values() if not cache.path(e.name, e.config).exists()]
     if S.workers > 1 and len(todo) > 1:
         in_workers(_estimate_job, [(cache.directory, cache.code, S, e) for e in todo], S.workers,
                    progress)
@@ -954,7 +967,7 @@ def estimate_all(cache, S: Settings, progress=lambda it, **kw: it) -> None:
 def _estimate_job(args: tuple) -> None:
     import rnnbook.cache as rc
     cache_dir, version, S, e = args
-    estimate(rc.Cache(cache_dir, version), S, worker_task(e[2], S), e)
+    estimate(rc.Cache(cache_dir, version), S, worker_task(e.task, S), e)
 
 
 def c8_contraction(cache, S: Settings, td: TaskData | None) -> dict:
@@ -973,14 +986,14 @@ def e2_contraction(run, S: Settings, tds: dict) -> dict:
     LSTM on JSB (column constraint, forget bias 10 on each bias vector)."""
     from rnnbook import stable_models_plots as smp
     e2 = {n: e for n, e in estimates(S).items() if n != "c8"}
-    out = {n: estimate(run.cache, S, tds[e[2]], e) for n, e in run.progress(list(e2.items()))}
+    out = {n: estimate(run.cache, S, tds[e.task], e) for n, e in run.progress(list(e2.items()))}
     run.save_figure(smp.plot_e2(out), "E2", "E2: contraction estimates Ŝ_r (a lower bound on the "
                     "r-step Lipschitz constant on reachable states) against r. Colour: task and "
                     "cell; solid: unconstrained, dashed: stable, dotted: the fork's LSTM; grey "
                     "line: 1.")
-    norm = {n: fit(run.cache, S, tds[e[2]], e[3], e[4], S.seeds[0], **e[5])[1].W_hh_norm()
+    nets = {n: fit(run.cache, S, tds[e.task], e.cell, e.stable, S.seeds[0], **e.kwargs)[1]
             for n, e in e2.items()}
-    rows = [{"model": n, "‖W_hh‖₂": norm[n], **{f"Ŝ_{r}": v for r, v in d.items()}}
+    rows = [{"model": n, "‖W_hh‖₂": nets[n].W_hh_norm(), **{f"Ŝ_{r}": v for r, v in d.items()}}
             for n, d in out.items()]
     return {"S_hat": out, "rows": rows}
 
