@@ -1081,6 +1081,44 @@ def test_cli_book_and_figures(monkeypatch, capsys, tmp_path):
     assert cli.main(["figures"]) == 1
 
 
+def test_cli_execute_reports_each_chapter(monkeypatch, capsys):
+    from concurrent.futures import Future
+
+    def execute_many(runs, report):
+        done = []
+        for chapter, parameters, _, output in runs:
+            assert parameters == {} and output.name == f"{chapter}.ipynb"
+            f = Future()
+            f.set_exception(RuntimeError("cell 3 failed")) if chapter == "b" else f.set_result(([], output))
+            report(chapter, 90.0, f.exception())
+            done.append(f)
+        return done
+    monkeypatch.setattr(cli, "chapters", lambda: ["a", "b"])
+    monkeypatch.setattr(cli, "execute_many", execute_many)
+    assert cli.main(["execute", "a"]) == 0
+    assert "a: executed (1.5 min in)" in capsys.readouterr().out
+    assert cli.main(["execute"]) == 1
+    out, err = capsys.readouterr()
+    assert "executing a, b" in out and "b: FAILED" in out and "cell 3 failed" in err
+    with pytest.raises(SystemExit):
+        cli.main(["execute", "c"])
+    assert "unknown chapters ['c']" in capsys.readouterr().err
+
+
+def test_book_executes_stale_chapters_first(monkeypatch, tmp_path):
+    commands = []
+    monkeypatch.setattr(execute, "chapters", lambda: ["a", "b"])
+    monkeypatch.setattr(execute, "reusable_execution", lambda c: None if c == "b" else object())
+    monkeypatch.setattr(execute, "seed_book_cache", lambda: ["a", "b"])
+    monkeypatch.setattr(execute, "book_inputs", lambda: "h")
+    monkeypatch.setattr(execute, "git_commit", lambda: "c")
+    monkeypatch.setattr(execute, "BUILD_STAMP", tmp_path / "stamp.json")
+    monkeypatch.setattr(execute.subprocess, "run", lambda cmd, **kw: commands.append(cmd))
+    assert execute.build_book()["seeded"] == ["a", "b"]
+    assert commands[0][1:] == ["-m", "rnnbook", "execute", "b"]
+    assert commands[1][0].endswith("jupyter-book") and len(commands) == 2
+
+
 def test_numpy_scalars_shown_as_plain_numbers():
     # a glued np.float64 must be parseable by {glue:text}`name:.2f` (numpy 2 reprs np.float64(x))
     from IPython.core.interactiveshell import InteractiveShell

@@ -1,5 +1,6 @@
 """Command line: ``python -m rnnbook run <chapter> [--profile full] [--device cuda]
-[--results-dir DIR] [-p name value ...]``, ``python -m rnnbook book [--offline] [--if-stale]``,
+[--results-dir DIR] [-p name value ...]``, ``python -m rnnbook execute [chapter ...]``,
+``python -m rnnbook book [--offline] [--if-stale]``,
 ``python -m rnnbook figures``, ``python -m rnnbook bench`` and ``python -m rnnbook seed-book-cache``."""
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import sys
 import yaml
 
 from rnnbook.claims import format_value
-from rnnbook.execute import FIGURES_EXPORT, build_book, execute_chapter, export_figures, seed_book_cache
-from rnnbook.paths import chapters
+from rnnbook.execute import (EXECUTED_DIR, FIGURES_EXPORT, build_book, execute_chapter, execute_many,
+                             export_figures, seed_book_cache)
+from rnnbook.paths import chapters, default_results_dir
 
 
 def parse_value(text: str):
@@ -29,6 +31,20 @@ def parse_value(text: str):
     return number(yaml.safe_load(text))
 
 
+def execute_defaults(names: list[str]) -> int:
+    """Execute ``names`` with default parameters, side by side; 1 if any cell failed."""
+    def report(chapter, seconds, error):
+        print(f"{chapter}: {'FAILED' if error else 'executed'} ({seconds / 60:.1f} min in)",
+              flush=True)
+    print("executing", ", ".join(names), flush=True)
+    runs = [(c, {}, default_results_dir("quick"), EXECUTED_DIR / f"{c}.ipynb") for c in names]
+    errors = [f.exception() for f in execute_many(runs, report=report)]
+    for chapter, error in zip(names, errors):
+        if error:
+            print(f"--- {chapter}:\n{error}", file=sys.stderr)
+    return 1 if any(errors) else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m rnnbook")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -41,6 +57,10 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("-p", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                    help="a chapter parameter; VALUE is parsed as YAML (numbers, lists, null)")
     r.add_argument("--quiet", action="store_true", help="no progress bars")
+    e = sub.add_parser("execute", help="execute chapters (quick, default parameters) side by side "
+                       "into _build/executed/, for the book to reuse")
+    e.add_argument("chapters", nargs="*", metavar="chapter",
+                   help=f"any of {', '.join(chapters())} (default: all)")
     sub.add_parser("seed-book-cache", help="let the book reuse fresh test executions")
     b = sub.add_parser("book", help="build the HTML book, reusing fresh test executions")
     b.add_argument("--offline", action="store_true", help="build in a network namespace with no network")
@@ -50,6 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("bench", help="run every bench/*.py and print their speed-up ratios")
     args = ap.parse_args(argv)
 
+    if args.command == "execute":
+        unknown = sorted(set(args.chapters) - set(chapters()))
+        if unknown:
+            ap.error(f"unknown chapters {unknown}; chapters: {', '.join(chapters())}")
+        return execute_defaults(args.chapters or chapters())
     if args.command == "seed-book-cache":
         seeded = seed_book_cache()
         print("book reuses executions of:", ", ".join(seeded) or "none")

@@ -5,6 +5,7 @@
 so a run with default parameters injects no cell: its code cells are then exactly those the book
 builds, and :func:`seed_book_cache` can hand its outputs to the book instead of executing again --
 only when the chapter's source and the library's code version are unchanged since the run.
+:func:`execute_many` runs several executions side by side (the tests' and the book's).
 """
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ import contextlib
 import datetime
 import hashlib
 import json
+import multiprocessing
 import os
 import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +97,48 @@ def execute_chapter(chapter: str, parameters: dict[str, Any] | None = None,
 
 RUN_RECORD = "run.json"
 
+# Quick-profile seconds of each chapter on 2 CPU cores, as last measured; they only decide which
+# chapter starts first where no execution on this machine says better (:func:`expected_seconds`).
+QUICK_SECONDS = {"stable_models": 480, "curse_of_memory": 215, "extrapolation": 136,
+                 "learning_dynamics": 92}
+
+Execution = tuple[str, dict[str, Any], Path, Path | None]  # chapter, parameters, results dir, output
+
+
+def expected_seconds(chapter: str, parameters: dict[str, Any]) -> float:
+    """How long a run should take: the last execution of the chapter's defaults on this machine
+    (``_build/executed``), else :data:`QUICK_SECONDS`; runs with parameters count as short."""
+    if parameters:
+        return 0.0
+    path = EXECUTED_DIR / f"{chapter}.ipynb"
+    if path.exists():
+        seconds = nbformat.read(path, as_version=4).metadata.get("papermill", {}).get("duration")
+        if seconds:
+            return float(seconds)
+    return QUICK_SECONDS.get(chapter, 0.0)
+
+
+def execute_many(runs: list[Execution], workers: int | None = None, quiet: bool = True,
+                 report=lambda chapter, seconds, error: None) -> list[Future]:
+    """:func:`execute_chapter` for every run, ``workers`` (default: the CPU count) at a time in
+    separate processes, the longest first. The chapters train on one thread each (the stable-models
+    chapter in two worker processes), so on two cores two chapters run side by side. Returns the
+    finished futures in the order of ``runs``; ``.result()`` gives the claims and the executed
+    notebook, or raises the run's error (a cell error: ``papermill.PapermillExecutionError``).
+    ``report(chapter, seconds since the start, error or None)`` is called as each run ends."""
+    order = sorted(range(len(runs)), key=lambda i: -expected_seconds(*runs[i][:2]))
+    futures: list[Future | None] = [None] * len(runs)
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(workers or os.cpu_count(),
+                             mp_context=multiprocessing.get_context("spawn")) as pool:
+        for i in order:
+            chapter, parameters, results_dir, output = runs[i]
+            futures[i] = pool.submit(execute_chapter, chapter, parameters, results_dir, output,
+                                     quiet)
+            futures[i].add_done_callback(
+                lambda f, c=chapter: report(c, time.perf_counter() - t0, f.exception()))
+    return futures
+
 
 def hardware() -> dict[str, Any]:
     """The machine a run used: CPU, core count, memory and the CUDA devices torch sees."""
@@ -139,39 +184,49 @@ def run_record(chapter: str, parameters: dict[str, Any], started: datetime.datet
             "claims": {"total": len(found), "passed": sum(c.passed for c in found)}}
 
 
+def reusable_execution(chapter: str, executed_dir: Path = EXECUTED_DIR) -> nbformat.NotebookNode | None:
+    """The chapter as the book reads it, with the outputs of its execution in ``executed_dir`` --
+    if that execution is fresh: default parameters, no error, chapter source and library code
+    version unchanged, the same code cells -- else None."""
+    from myst_nb.core.read import read_myst_markdown_notebook
+
+    path = executed_dir / f"{chapter}.ipynb"
+    if not path.exists():
+        return None
+    executed = nbformat.read(path, as_version=4)
+    if any(o.get("output_type") == "error" for c in executed.cells for o in c.get("outputs", [])):
+        return None
+    stamp = executed.metadata.get("rnnbook", {})
+    if stamp != {"source_sha256": source_hash(chapter), "code_version": code_version(chapter),
+                 "parameters": {}}:
+        return None
+    nb = read_myst_markdown_notebook(chapter_source(chapter).read_text())
+    src = [c for c in nb.cells if c.cell_type == "code"]
+    run = [c for c in executed.cells if c.cell_type == "code"]
+    if [c.source for c in src] != [c.source for c in run]:
+        return None
+    for i, (s, r) in enumerate(zip(src, run), start=1):
+        s.outputs, s.execution_count = r.outputs, i
+    nb.metadata["execution_seconds"] = executed.metadata.get("papermill", {}).get("duration")
+    return nb
+
+
 def seed_book_cache(executed_dir: Path = EXECUTED_DIR, cache_path: Path = BOOK_CACHE,
                     config_path: Path = REUSE_CONFIG) -> list[str]:
     """Empty the book's execution cache, then fill it with the fresh executions in
-    ``executed_dir``: those of default parameters, without errors, whose chapter source and library
-    code version are unchanged. Writes the book configuration that builds from this cache to
-    ``config_path``. Returns the chapters seeded; the book build executes the others."""
+    ``executed_dir`` (:func:`reusable_execution`). Writes the book configuration that builds from
+    this cache to ``config_path``. Returns the chapters seeded; the book build executes the others."""
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
-    from myst_nb.core.read import read_myst_markdown_notebook
 
     shutil.rmtree(cache_path, ignore_errors=True)
     cache = get_cache(str(cache_path))
     seeded = []
     for chapter in chapters():
-        path = executed_dir / f"{chapter}.ipynb"
-        if not path.exists():
+        nb = reusable_execution(chapter, executed_dir)
+        if nb is None:
             continue
-        executed = nbformat.read(path, as_version=4)
-        if any(o.get("output_type") == "error" for c in executed.cells for o in c.get("outputs", [])):
-            continue
-        stamp = executed.metadata.get("rnnbook", {})
-        if stamp != {"source_sha256": source_hash(chapter), "code_version": code_version(chapter),
-                     "parameters": {}}:
-            continue
-        # the notebook exactly as the book reads it, with the executed outputs
-        nb = read_myst_markdown_notebook(chapter_source(chapter).read_text())
-        src = [c for c in nb.cells if c.cell_type == "code"]
-        run = [c for c in executed.cells if c.cell_type == "code"]
-        if [c.source for c in src] != [c.source for c in run]:
-            continue
-        for i, (s, r) in enumerate(zip(src, run), start=1):
-            s.outputs, s.execution_count = r.outputs, i
-        seconds = executed.metadata.get("papermill", {}).get("duration")
+        seconds = nb.metadata.pop("execution_seconds")
         cache.cache_notebook_bundle(CacheBundleIn(nb, str(chapter_source(chapter)),
                                                   data={"execution_seconds": seconds}))
         seeded.append(chapter)
@@ -236,8 +291,10 @@ def built_stamp() -> dict[str, Any] | None:
 
 
 def build_book(offline: bool = False, if_stale: bool = False) -> dict[str, Any]:
-    """Build the HTML book in ``_build/html`` (quick profile, CPU, Sphinx warnings as errors),
-    reusing fresh test executions (:func:`seed_book_cache`); with ``offline``, in a network
+    """Build the HTML book in ``_build/html`` (quick profile, CPU, Sphinx warnings as errors):
+    the chapters without a fresh execution (:func:`reusable_execution`, e.g. one by the tests) are
+    executed first, side by side (``python -m rnnbook execute``), then Sphinx builds from all the
+    executions (:func:`seed_book_cache`); a cell error stops the build. With ``offline``, in a network
     namespace with no network (an error where none can be made). With ``if_stale``, keep a build
     made from the current inputs (with no network, if ``offline``). Return the build's stamp."""
     stamp = built_stamp() if if_stale else None
@@ -250,11 +307,15 @@ def build_book(offline: bool = False, if_stale: bool = False) -> dict[str, Any]:
             raise RuntimeError("no network namespace can be made here (unshare -n / -rn refused)")
     inputs = book_inputs()
     BUILD_STAMP.unlink(missing_ok=True)
-    seeded = seed_book_cache()
     t0 = time.perf_counter()
+    env = {**os.environ, "RNNBOOK_QUIET": "1", "CUDA_VISIBLE_DEVICES": ""}
+    stale = [c for c in chapters() if reusable_execution(c) is None]
+    if stale:  # executed side by side, then reused like the tests' executions
+        subprocess.run([*prefix, sys.executable, "-m", "rnnbook", "execute", *stale], check=True,
+                       env=env, cwd=BOOK_ROOT)
+    seeded = seed_book_cache()
     jb = Path(sys.executable).parent / "jupyter-book"
     cmd = [*prefix, str(jb), "build", str(BOOK_ROOT), "--all", *JB_FLAGS, "--config", str(REUSE_CONFIG)]
-    env = {**os.environ, "RNNBOOK_QUIET": "1", "CUDA_VISIBLE_DEVICES": ""}
     subprocess.run(cmd, check=True, env=env, cwd=BOOK_ROOT)
     stamp = {"inputs": inputs, "offline": offline, "seeded": seeded,
              "seconds": round(time.perf_counter() - t0, 1), "commit": git_commit(),
