@@ -42,6 +42,21 @@ def test_corpus_statistics(task, test_tokens, vocab):
     assert len(c.ids["train"]) == 1000
 
 
+def test_vocabulary_most_frequent_first():
+    c = smd.load_corpus("ptb_word")
+    counts = torch.bincount(c.ids["train"], minlength=len(c.vocab))
+    assert c.vocab[0] == "the" and bool((counts[:-1] >= counts[1:]).all())
+
+
+def test_adaptive_softmax_is_a_normalised_distribution():
+    torch.manual_seed(0)
+    net = st.Net("lstm", 50, 50, hidden=16, emb=8, cutoffs=(10,))
+    h, y = torch.randn(3, 5, 16), torch.randint(0, 50, (3, 5))
+    log_p = net.decoder.log_prob(h.flatten(0, 1))
+    assert torch.allclose(log_p.logsumexp(-1), torch.zeros(15), atol=1e-5)
+    assert torch.allclose(net.token_nll(h, y), -log_p.gather(1, y.reshape(-1, 1)).sum(), atol=1e-4)
+
+
 def test_corrupted_file_is_refused(tmp_path):
     src = fetch("jsb-chorales", "JSB_Chorales.mat")
     dst = tmp_path / "jsb-chorales" / "JSB_Chorales.mat"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -128,26 +129,15 @@ def conlleval_f1(gold: list[list[str]], pred: list[list[str]]) -> float:
 # ---------------------------------------------------------------------------------------------
 # Language modelling: PTB characters, PTB words, WikiText-2
 # ---------------------------------------------------------------------------------------------
-def char_tokens(text: str, limit: int | None = None) -> list[str]:
-    """PTB characters: split on ``' '``, drop empty strings, ``\\n`` becomes ``<eos>``; at most
-    ``limit`` tokens."""
-    out: list[str] = []
-    for line in text.split("\n")[:-1] if text.endswith("\n") else text.split("\n"):
-        out += [c for c in line.split(" ") if c] + ["<eos>"]
-        if limit is not None and len(out) >= limit:
-            return out[:limit]
-    return out
+def char_tokens(text: str) -> list[str]:
+    """PTB characters: split on ``' '``, drop empty strings, ``\\n`` becomes ``<eos>``."""
+    lines = text.split("\n")[:-1] if text.endswith("\n") else text.split("\n")
+    return [c for line in lines for c in [*line.split(" "), "<eos>"] if c]
 
 
-def word_tokens(text: str, limit: int | None = None) -> list[str]:
-    """Words: whitespace split plus one ``<eos>`` per line (pytorch/examples' corpus); at most
-    ``limit`` tokens."""
-    out: list[str] = []
-    for line in text.splitlines():
-        out += line.split() + ["<eos>"]
-        if limit is not None and len(out) >= limit:
-            return out[:limit]
-    return out
+def word_tokens(text: str) -> list[str]:
+    """Words: whitespace split plus one ``<eos>`` per line (pytorch/examples' corpus)."""
+    return [w for line in text.splitlines() for w in [*line.split(), "<eos>"]]
 
 
 @dataclass
@@ -159,17 +149,19 @@ class Corpus:
 def load_corpus(task: str, data_dir: DataDir = None, max_train_tokens: int | None = None
                 ) -> Corpus:
     """``ptb_char``, ``ptb_word`` or ``wikitext2`` as id tensors. The vocabulary is that of all
-    three splits (sorted; the full training set's, as valid and test add no new type);
+    three splits (the full training set's, as valid and test add no new type), most frequent in
+    the full training set first (ties alphabetically), as an adaptive softmax's clusters need;
     ``max_train_tokens`` keeps a prefix of train."""
     dataset, names = FILES[task]
     tokenize = char_tokens if task == "ptb_char" else word_tokens
     text = {s: fetch(dataset, names[s], data_dir).read_text(encoding="utf-8") for s in SPLITS}
-    types = set().union(*(t.split() for t in text.values()))
-    vocab = sorted((types - {"<eos>"}) | {"<eos>"})
+    tokens = {s: tokenize(text[s]) for s in SPLITS}
+    counts = Counter(tokens["train"])
+    types = set().union(*(t.split() for t in text.values())) | {"<eos>"}
+    vocab = sorted(types, key=lambda t: (-counts[t], t))
     index = {t: i for i, t in enumerate(vocab)}
-    ids = {s: torch.tensor([index[t] for t in tokenize(text[s], max_train_tokens
-                                                        if s == "train" else None)])
-           for s in SPLITS}
+    tokens["train"] = tokens["train"][:max_train_tokens]
+    ids = {s: torch.tensor([index[t] for t in tokens[s]]) for s in SPLITS}
     return Corpus(ids, vocab)
 
 

@@ -45,6 +45,7 @@ class TaskConfig:
     max_train_tokens: int | None = None
     schedule: str | None = None  # None, "fork" (÷10 if val > max of last 3), "plateau" (÷4)
     dropout: float = 0.0
+    cutoffs: tuple[int, ...] = ()  # adaptive-softmax clusters of the word LM; () = full softmax
 
 
 QUICK = {
@@ -53,7 +54,7 @@ QUICK = {
     "ptb_char": TaskConfig("ptb_char", 128, lr=2.0, clip=0.25, epochs=1, batch=32, emb=128,
                            bptt=100, max_train_tokens=1_500_000),
     "ptb_word": TaskConfig("ptb_word", 128, lr=20.0, clip=0.25, epochs=1, batch=20, emb=128,
-                           bptt=35, max_train_tokens=200_000),
+                           bptt=35, max_train_tokens=200_000, cutoffs=(2000,)),
 }
 FULL = {
     "jsb": TaskConfig("jsb", 256, lr=0.5, clip=1.0, epochs=100, batch=1, schedule="fork"),
@@ -187,14 +188,17 @@ class Net(nn.Module):
     one-layer tanh RNN :math:`h_t = \\tanh(Wh_{t-1} + Ux_t + b)` or LSTM, and a linear decoder."""
 
     def __init__(self, cell: str, n_in: int, n_out: int, hidden: int, emb: int = 0,
-                 forget_bias: float = 0.0, dropout: float = 0.0):
+                 forget_bias: float = 0.0, dropout: float = 0.0, cutoffs: tuple[int, ...] = ()):
         super().__init__()
         self.cell = params.choice("cell", cell, CELLS)
         self.encoder = nn.Embedding(n_in, emb) if emb else None
         m = emb or n_in
         self.rnn = nn.LSTM(m, hidden, batch_first=True) if cell == "lstm" else TanhRNN(m, hidden)
         self.drop = nn.Dropout(dropout)
-        self.decoder = nn.Linear(hidden, n_out)
+        # adaptive softmax (Grave et al. 2017): the frequent words exactly, the rare ones through a
+        # cluster token and a smaller projection; still a normalised distribution over the vocabulary
+        self.decoder = (nn.AdaptiveLogSoftmaxWithLoss(hidden, n_out, list(cutoffs), div_value=4.0)
+                        if cutoffs else nn.Linear(hidden, n_out))
         with torch.no_grad():
             if cell == "lstm":  # spec §3: the forget slice of both bias vectors
                 for b in (self.rnn.bias_ih_l0, self.rnn.bias_hh_l0):
@@ -211,14 +215,21 @@ class Net(nn.Module):
         return self.decoder(self.drop(sm.truncated_forward(self.rnn, self.embed(x), k)))
 
     def forward_state(self, x: torch.Tensor, state, k: int | None = None, context=None):
-        """Language models: logits over a chunk with the state carried from the last chunk; a
-        truncated model instead sees the ``k-1`` previous tokens ``context`` (no state)."""
+        """Language models: the outputs over a chunk with the state carried from the last chunk;
+        a truncated model instead sees the ``k-1`` previous tokens ``context`` (no state)."""
         if k is None:
             out, state = self.rnn(self.embed(x), state)
-            return self.decoder(self.drop(out)), state
+            return self.drop(out), state
         full = torch.cat([context, x], 1)
         h = sm.truncated_forward(self.rnn, self.embed(full), k)[:, context.shape[1]:]
-        return self.decoder(self.drop(h)), None
+        return self.drop(h), None
+
+    def token_nll(self, h: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Language models: the summed NLL of the target tokens ``y`` given the outputs ``h``."""
+        h, y = h.flatten(0, -2), y.flatten()
+        if isinstance(self.decoder, nn.AdaptiveLogSoftmaxWithLoss):
+            return -self.decoder(h, y).output.sum()
+        return F.cross_entropy(self.decoder(h), y, reduction="sum")
 
     def W_hh_norm(self) -> float:
         """:math:`\\|W_{hh}\\|_2` (the LSTM's four stacked blocks)."""
@@ -230,7 +241,7 @@ def make_net(cell: str, cfg: TaskConfig, n_in: int, n_out: int, forget_bias: flo
              ) -> Net:
     """PyTorch-default initialisation under ``seed`` (spec §3)."""
     torch.manual_seed(seed)
-    return Net(cell, n_in, n_out, cfg.hidden, cfg.emb, forget_bias, cfg.dropout)
+    return Net(cell, n_in, n_out, cfg.hidden, cfg.emb, forget_bias, cfg.dropout, cfg.cutoffs)
 
 
 def stabilize_(net: Net, constraint: str | None) -> float:
@@ -420,8 +431,8 @@ def evaluate_lm(net: Net, ids: torch.Tensor, bptt: int, k: int | None = None,
     stream, total, n, state = batchify(ids, batch).to(next(net.parameters()).device), 0.0, 0, None
     with torch.no_grad():
         for x, y, ctx in lm_chunks(stream, bptt, k):
-            logits, state = net.forward_state(x, state, k, ctx)
-            total += float(F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="sum"))
+            h, state = net.forward_state(x, state, k, ctx)
+            total += float(net.token_nll(h, y))
             n += y.numel()
     net.train()
     return total, n
@@ -441,8 +452,8 @@ def train_lm(task: str, net: Net, cfg: TaskConfig, corpus: smd.Corpus, constrain
     for epoch in range(cfg.epochs):
         state = None
         for x, y, ctx in lm_chunks(stream, cfg.bptt, k):
-            logits, state = net.forward_state(x, detach(state), k, ctx)
-            loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
+            h, state = net.forward_state(x, detach(state), k, ctx)
+            loss = net.token_nll(h, y) / y.numel()
             c1 = max(c1, sgd_step(net, opt, loss, cfg.clip, constraint))
             step += 1
             if step % log_every == 0:
@@ -468,7 +479,7 @@ def gradient_decay(net: Net, ids: torch.Tensor, n_windows: int = 64, length: int
     win = torch.stack([ids[s:s + length + 1] for s in start.tolist()])
     x = net64.embed(win[:, :-1]).detach().requires_grad_()
     out, _ = net64.rnn(x)
-    loss = F.cross_entropy(net64.decoder(out[:, -1]), win[:, -1], reduction="sum")
+    loss = net64.token_nll(out[:, -1], win[:, -1])
     (g,) = torch.autograd.grad(loss, x)
     return g.norm(dim=-1).mean(0).flip(0).numpy()  # index i = distance back from t
 
