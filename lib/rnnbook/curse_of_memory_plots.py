@@ -362,19 +362,26 @@ def plot_f12(fit: dict, acf: np.ndarray, jac: dict[str, np.ndarray], T: np.ndarr
 
 
 def plot_e1(curves: dict[str, np.ndarray], steps: int, sens: dict[str, dict[float, float]]) -> "plt.Figure":
-    """E1: loss curves (best lr per optimiser) and final loss against lr, per (model, ν0, optimiser)."""
+    """E1: loss curves (best lr per optimiser) and final loss against lr, per (model, ν0, optimiser)
+    (keys ``"<model>, nu0=<ν0>, <optimiser>"``): colour by model and ν0, line and marker by optimiser."""
     import matplotlib.pyplot as plt
+    groups = list(dict.fromkeys(k.rsplit(", ", 1)[0] for k in curves))
+    look = {"Adam": ("-", "o"), "SGD+m": ("--", "s"), "AdamW": (":", "^")}
+
+    def style(k: str) -> tuple[str, str, str]:
+        group, opt = k.rsplit(", ", 1)
+        return f"C{groups.index(group)}", *look[opt]
     fig, axs = plt.subplots(2, 1, figsize=(10, 8.4))
-    for i, (k, c) in enumerate(curves.items()):
-        axs[0].semilogy(np.linspace(0, steps, len(c)), c, color=f"C{i % 10}",
-                        ls="-" if "Adam" in k else "--", label=k)
+    for k, c in curves.items():
+        color, ls, _ = style(k)
+        axs[0].semilogy(np.linspace(0, steps, len(c)), c, color=color, ls=ls, label=k)
     axs[0].set_xlabel("step")
     axs[0].set_ylabel("training loss (best lr)")
     axs[0].legend(fontsize=10, loc="center left", bbox_to_anchor=(1, 0.5))
-    for i, (k, t) in enumerate(sens.items()):
+    for k, t in sens.items():
+        color, ls, marker = style(k)
         lrs = sorted(t)
-        axs[1].loglog(lrs, [min(t[x], 1e6) for x in lrs], "o-" if "Adam" in k else "s--",
-                      color=f"C{i % 10}", label=k)
+        axs[1].loglog(lrs, [min(t[x], 1e6) for x in lrs], color=color, ls=ls, marker=marker, label=k)
     axs[1].set_xlabel("learning rate")
     axs[1].set_ylabel("final loss (diverged: 1e6)")
     axs[1].legend(fontsize=10, loc="center left", bbox_to_anchor=(1, 0.5))

@@ -500,7 +500,7 @@ def plot_f6(S: TheorySettings, res: dict[str, np.ndarray]) -> "plt.Figure":
     gap = np.median(res["gap"], axis=0)
     ks, N = res["ks"], res["N"]
     j = list(N).index(S.c4_N_k)
-    fig, axs = plt.subplots(1, 2, figsize=(12, 4.4))
+    fig, axs = plt.subplots(1, 2, figsize=(10, 4.2))
     for i, s in enumerate(S.c4_schedules):
         style = dict(color=f"C{i}", label=fr"$\alpha={s.name}$")
         axs[0].plot(ks, gap[i, :, j], "o-", **style)
@@ -522,7 +522,10 @@ def plot_f7(S: TheorySettings, a_grid: np.ndarray = np.linspace(-2, 2, 801)) -> 
     """F7: (A) :math:`|\\partial L/\\partial a|` against a for each T; (B, C) GD paths from ``S.f7_a0``
     at the smallest and the second-largest T (× marks divergence)."""
     import matplotlib.pyplot as plt
-    fig, axs = plt.subplots(1, 3, figsize=(16, 4.4))
+    from matplotlib.ticker import SymmetricalLogLocator
+    fig = plt.figure(figsize=(10, 8))
+    grid = fig.add_gridspec(2, 2)
+    axs = [fig.add_subplot(grid[0, :]), fig.add_subplot(grid[1, 0]), fig.add_subplot(grid[1, 1])]
     for T in S.f7_T:
         with np.errstate(all="ignore"):
             axs[0].plot(a_grid, np.abs(grad_A1(a_grid, T)), label=f"T = {T}")
@@ -537,8 +540,10 @@ def plot_f7(S: TheorySettings, a_grid: np.ndarray = np.linspace(-2, 2, 801)) -> 
             d = divergence_step(p)
             if d >= 0:
                 ax.plot(d - 1, p[d - 1], "x", color=f"C{i}", ms=10, mew=2)
-        ax.set(xscale="symlog", yscale="symlog", xlabel="GD step $i$", ylabel="$a_i$",
+        ax.set(xscale="symlog", xlabel="GD step $i$", ylabel="$a_i$",
                title=f"({'BC'[ax is axs[2]]}) GD, $\\alpha_i = 1/i$, T = {T}")
+        ax.set_yscale("symlog", linthresh=1)
+        ax.yaxis.set_major_locator(SymmetricalLogLocator(base=100, linthresh=1))  # every 2 decades
         ax.legend(fontsize=8, ncol=2)
     return fig
 
@@ -548,7 +553,7 @@ def plot_f8(res: dict[str, np.ndarray], floor: float = 1e-13) -> "plt.Figure":
     Prop. 3 bound (median over instances, dashed), one panel per λ; dotted: C3's rounding floor."""
     import matplotlib.pyplot as plt
     lams, k = res["lams"], res["k"]
-    fig, axs = plt.subplots(1, len(lams), figsize=(5 * len(lams), 4.2), sharey=True)
+    fig, axs = plt.subplots(1, len(lams), figsize=(10, 3.9), sharey=True)
     for i, (ax, lam) in enumerate(zip(axs, lams)):
         e = np.where(res["err"][i] > 0, res["err"][i], np.nan)
         ax.fill_between(k, np.nanmin(e, 0), np.nanmax(e, 0), color="C0", alpha=0.25, lw=0)

@@ -833,15 +833,15 @@ def f2_f4_figures(run, S: Settings, trunc: dict, res: dict) -> None:
     nll = {"unstable RNN": [trunc[("rnn", False, k)]["test"] for k in ks],
            "stable RNN": [trunc[("rnn", True, k)]["test"] for k in ks]}
     w = [trunc[("rnn", False, k)]["w_norms"][-1] for k in ks]
-    run.save_figure(smp.plot_f2(ks, nll, w), "F2", "F2 (§4.3, price of stability): JSB test NLL "
-                    "of the unstable and stable RNN (left) and ‖W‖₂ of the unstable RNN (right) "
-                    "against the training truncation k.")
+    run.save_figure(smp.plot_f2(ks, nll, w), "F2", "The price of stability (§4.3): JSB test NLL of "
+                    "the unstable and stable RNN (left) and $\\|W\\|_2$ of the unstable RNN (right) "
+                    "against the training truncation $k$.")
     curves = {"unstable RNN": nll["unstable RNN"],
               "unstable LSTM": [trunc[("lstm", False, k)]["test"] for k in ks]}
     full = {"unstable RNN": mean_test(res, "jsb", "rnn", False),
             "unstable LSTM": mean_test(res, "jsb", "lstm", False)}
-    run.save_figure(smp.plot_f4(ks, curves, full), "F4", "F4 (Fig. 4): JSB test NLL of models "
-                    "trained and tested with truncation k; dashed: the recurrent model (Table 1).")
+    run.save_figure(smp.plot_f4(ks, curves, full), "F4", "As the paper's Fig. 4: JSB test NLL of models "
+                    "trained and tested with truncation $k$; dashed: the recurrent model (Table 1).")
 
 
 def c9_check(S: Settings, trunc: dict) -> dict:
@@ -907,9 +907,9 @@ def f3_gradients(run, S: Settings, td: TaskData | None, res: dict) -> dict:
     g = {f"unstable {c.upper()}": gradient_decay(res[("ptb_char", c, False)][0][1],
                                                  td.data.ids["test"], seed=S.seeds[0])
          for c in CELLS}
-    run.save_figure(smp.plot_f3(g), "F3", "F3 (Fig. 3): mean gradient norm of the loss at the last "
-                    "step of 64 test windows (PTB characters) with respect to the embedded input i "
-                    "steps back, unconstrained models, float64.")
+    run.save_figure(smp.plot_f3(g), "F3", "As the paper's Fig. 3: mean gradient norm of the loss at "
+                    "the last step of 64 test windows (PTB characters) with respect to the embedded "
+                    "input $i$ steps back, unconstrained models, float64.")
     ratio = {name: {i: float(v[i] / v[1]) for i in (20, 40)} for name, v in g.items()}
     r, l = ratio["unstable RNN"], ratio["unstable LSTM"]
     ok = r[40] < 1e-2 and l[40] < 1e-2 and l[20] > r[20] and l[40] > r[40]
@@ -998,9 +998,9 @@ def e2_contraction(run, S: Settings, tds: dict) -> dict:
     from rnnbook import stable_models_plots as smp
     e2 = {n: e for n, e in estimates(S).items() if n != "c8"}
     out = {n: estimate(run.cache, S, tds[e.task], e) for n, e in run.progress(list(e2.items()))}
-    run.save_figure(smp.plot_e2(out), "E2", "E2: contraction estimates Ŝ_r (a lower bound on the "
-                    "r-step Lipschitz constant on reachable states) against r. Colour: task and "
-                    "cell; solid: unconstrained, dashed: stable, dotted: the fork's LSTM; grey "
+    run.save_figure(smp.plot_e2(out), "E2", "Contraction estimates $\\hat S_r$ (a lower bound on "
+                    "the $r$-step Lipschitz constant on reachable states) against $r$. Colour: task "
+                    "and cell; solid: unconstrained, dashed: stable, dotted: the fork's LSTM; grey "
                     "line: 1.")
     nets = {n: fit(run.cache, S, tds[e.task], e.cell, e.stable, S.seeds[0], **e.kwargs)[1]
             for n, e in e2.items()}
@@ -1026,9 +1026,9 @@ def f5_weight_gaps(run, S: Settings, td: TaskData | None) -> dict:
     snaps = {w["k"]: fit(run.cache, S, td, "rnn", False, S.seeds[0], **w)[0]["snapshots"]
              for w in kw}
     gaps = weight_gaps(snaps, S.f5_ref)
-    run.save_figure(smp.plot_f5(gaps, S.f5_ref), "F5", f"F5 (Fig. 5): distance between the "
-                    f"weights of unconstrained JSB RNNs trained with truncation k and with "
-                    f"k = {S.f5_ref}, same initialisation and chorale order, after each epoch.")
+    run.save_figure(smp.plot_f5(gaps, S.f5_ref), "F5", f"As the paper's Fig. 5: distance between the "
+                    f"weights of unconstrained JSB RNNs trained with truncation $k$ and with "
+                    f"$k = {S.f5_ref}$, same initialisation and chorale order, after each epoch.")
     final = [gaps[k][-1] for k in S.f5_k]
     in_k = all(a > b for a, b in zip(final, final[1:]))
     in_epochs = all(all(b >= a for a, b in zip(v, v[1:])) for v in gaps.values())
