@@ -485,30 +485,34 @@ def gradient_decay(net: Net, ids: torch.Tensor, n_windows: int = 64, length: int
 
 
 # ============================================================================ §4.3: contraction
-def cell_map(net: Net) -> tuple[Callable, int]:
-    """:math:`\\phi_w(s, x)` on the full state s (``h``; ``(h, c)`` stacked for the LSTM) and its
-    dimension, from the trained weights."""
+def cell_map(net: Net) -> tuple[Callable, Callable, int]:
+    """:math:`\\phi_w(s, x)` on the full state s (``h``; ``(h, c)`` stacked for the LSTM), from the
+    trained weights, as ``phi(s, p)`` of the input part ``p = project(x)`` (:math:`Ux + b`, computed
+    once for every step), and the state's dimension."""
     r = net.rnn
     W, U, b = r.weight_hh_l0.detach(), r.weight_ih_l0.detach(), (r.bias_ih_l0 + r.bias_hh_l0).detach()
     H = r.hidden_size
-    if net.cell == "rnn":
-        return (lambda s, x: torch.tanh(s @ W.T + x @ U.T + b)), H
 
-    def lstm(s, x):
+    def project(x: torch.Tensor) -> torch.Tensor:
+        return F.linear(x, U, b)
+    if net.cell == "rnn":
+        return (lambda s, p: torch.tanh(s @ W.T + p)), project, H
+
+    def lstm(s, p):
         h, c = s[..., :H], s[..., H:]
-        i, f, z, o = (h @ W.T + x @ U.T + b).chunk(4, -1)
+        i, f, z, o = (h @ W.T + p).chunk(4, -1)
         c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(z)
         return torch.cat([torch.sigmoid(o) * torch.tanh(c), c], -1)
-    return lstm, 2 * H
+    return lstm, project, 2 * H
 
 
 def reachable_box(net: Net, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-coordinate range of the states the net reaches on the (embedded) data ``x``."""
-    phi, n = cell_map(net)
+    phi, project, n = cell_map(net)
     with torch.no_grad():
-        s, states = x.new_zeros(x.shape[0], n), []
+        p, s, states = project(x), x.new_zeros(x.shape[0], n), []
         for t in range(x.shape[1]):
-            s = phi(s, x[:, t])
+            s = phi(s, p[:, t])
             states.append(s)
         S = torch.cat(states)
     return S.min(0).values, S.max(0).values
@@ -520,7 +524,7 @@ def contraction_estimate(net: Net, x: torch.Tensor, rs: list[int], starts: int, 
     / \\|s - s'\\|` by gradient ascent (Adam on :math:`\\log S`) over pairs of states in the
     reachable box, ``starts`` random starts × ``steps`` steps, inputs :math:`x_{1..r}` taken from
     the data (``x``: windows × T × m, embedded). A lower bound on the true constant."""
-    phi, n = cell_map(net)
+    phi, project, n = cell_map(net)
     lo, hi = reachable_box(net, x)
     gen = torch.Generator().manual_seed(seed)
     out = {}
@@ -528,14 +532,16 @@ def contraction_estimate(net: Net, x: torch.Tensor, rs: list[int], starts: int, 
         pick = torch.randint(0, x.shape[0], (starts,), generator=gen)
         t0 = torch.randint(0, x.shape[1] - r + 1, (starts,), generator=gen)
         xr = torch.stack([x[p, t:t + r] for p, t in zip(pick.tolist(), t0.tolist())])
+        pr = project(torch.cat([xr, xr]))  # a pair's two states see the same inputs: one batch
         s1 = (lo + (hi - lo) * torch.rand(starts, n, generator=gen)).requires_grad_()
         s2 = (lo + (hi - lo) * torch.rand(starts, n, generator=gen)).requires_grad_()
         opt = torch.optim.Adam([s1, s2], lr=lr * float((hi - lo).mean()))
         best = 0.0
         for _ in range(steps):
-            a, b = s1, s2
+            z = torch.cat([s1, s2])
             for t in range(r):
-                a, b = phi(a, xr[:, t]), phi(b, xr[:, t])
+                z = phi(z, pr[:, t])
+            a, b = z.chunk(2)
             logS = torch.log((a - b).norm(dim=-1) + 1e-300) - torch.log((s1 - s2).norm(dim=-1))
             best = max(best, float(logS.detach().max().exp()))
             opt.zero_grad()
