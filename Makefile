@@ -9,9 +9,10 @@ READY := $(VENV)/.ready
 DEVICE ?= auto
 CHAPTERS ?= $(sort $(basename $(notdir $(wildcard chapters/*.md))))
 BOOK_FLAGS ?=
-# Run last, in this order: they build the book (once, with no network where a namespace can be
-# made), reusing the chapter executions that tests/test_chapters.py has just made.
-LAST_TESTS := tests/test_reliability.py tests/test_browser.py
+# Run last, in this order: the chapter executions start in the background when the tests are
+# collected (tests/conftest.py) and test_chapters.py waits for them after the unit tests; the other
+# two build the book (once, with no network where a namespace can be made) from those executions.
+LAST_TESTS := tests/test_chapters.py tests/test_reliability.py tests/test_browser.py
 
 .PHONY: book test venv clean figures full bench
 SHELL := /bin/bash

@@ -1,5 +1,6 @@
 """Every chapter, executed through papermill in the quick profile, with its claims asserted, and
-refusing bad parameters. All these executions run together, side by side (see ``executions``).
+refusing bad parameters. These executions start in the background when the tests are collected
+and run side by side (``tests/conftest.py``).
 
 The run uses the chapter's default parameters (no injected cell) and its own results directory;
 its executed notebook goes to ``_build/executed/`` where ``make book`` may reuse it.
@@ -9,7 +10,6 @@ from __future__ import annotations
 import papermill
 import pytest
 
-from rnnbook.execute import EXECUTED_DIR, execute_many
 from rnnbook.paths import chapters
 
 # Bad values that each chapter must refuse through papermill, before any compute: one for the
@@ -31,34 +31,10 @@ KNOWN_FAILURES = {
 }
 
 
-def run_of(item: pytest.Item) -> tuple[str, dict, bool] | None:
-    """The execution a test of this module checks: (chapter, parameters, for the book?)."""
-    p = getattr(item, "callspec", None)
-    if item.originalname == "test_chapter_quick_claims":
-        return p.params["chapter"], {}, True
-    if item.originalname == "test_chapter_refuses_bad_parameters":
-        return p.params["chapter"], p.params["parameters"], False
-    return None
-
-
-@pytest.fixture(scope="module")
-def executions(request, tmp_path_factory) -> dict[str, tuple]:
-    """Every execution the selected tests check, run together (:func:`execute_many`: side by side,
-    longest first), each in its own results directory: {test id: (results dir, future)}."""
-    items = [i for i in request.session.items if i.module is request.module and run_of(i)]
-    runs = []
-    for item in items:
-        chapter, parameters, book = run_of(item)
-        runs.append((chapter, parameters, tmp_path_factory.mktemp(chapter),
-                     EXECUTED_DIR / f"{chapter}.ipynb" if book else None))
-    done = execute_many(runs)
-    return {item.nodeid: (run[2], f) for item, run, f in zip(items, runs, done)}
-
-
 @pytest.mark.parametrize("chapter", chapters())
-def test_chapter_quick_claims(chapter, executions, request):
-    results_dir, execution = executions[request.node.nodeid]
-    found, _ = execution.result()
+def test_chapter_quick_claims(chapter, execution):
+    results_dir, future = execution
+    found, _ = future.result()
     assert found, f"{chapter} recorded no claims"
     failed = {c.id for c in found if not c.passed}
     expected = KNOWN_FAILURES.get(chapter, set())
@@ -75,10 +51,10 @@ def test_chapter_has_bad_parameter_cases(chapter):
 
 @pytest.mark.parametrize(("chapter", "parameters", "name"),
                          [(ch, p, n) for ch, cases in BAD_PARAMETERS.items() for p, n in cases])
-def test_chapter_refuses_bad_parameters(chapter, parameters, name, executions, request):
-    results_dir, execution = executions[request.node.nodeid]
+def test_chapter_refuses_bad_parameters(chapter, parameters, name, execution):
+    results_dir, future = execution
     with pytest.raises(papermill.PapermillExecutionError) as err:
-        execution.result()
+        future.result()
     assert err.value.ename == "ParameterError"
     assert f"parameter {name!r}" in err.value.evalue
     assert "allowed" in err.value.evalue

@@ -5,7 +5,8 @@
 so a run with default parameters injects no cell: its code cells are then exactly those the book
 builds, and :func:`seed_book_cache` can hand its outputs to the book instead of executing again --
 only when the chapter's source and the library's code version are unchanged since the run.
-:func:`execute_many` runs several executions side by side (the tests' and the book's).
+:func:`start_many` / :func:`execute_many` run several executions side by side (the tests' and
+the book's).
 """
 from __future__ import annotations
 
@@ -118,25 +119,43 @@ def expected_seconds(chapter: str, parameters: dict[str, Any]) -> float:
     return QUICK_SECONDS.get(chapter, 0.0)
 
 
-def execute_many(runs: list[Execution], workers: int | None = None, quiet: bool = True,
-                 report=lambda chapter, seconds, error: None) -> list[Future]:
-    """:func:`execute_chapter` for every run, ``workers`` (default: the CPU count) at a time in
-    separate processes, the longest first. The chapters train on one thread each (the stable-models
-    chapter in two worker processes), so on two cores two chapters run side by side. Returns the
-    finished futures in the order of ``runs``; ``.result()`` gives the claims and the executed
-    notebook, or raises the run's error (a cell error: ``papermill.PapermillExecutionError``).
-    ``report(chapter, seconds since the start, error or None)`` is called as each run ends."""
+def start_many(runs: list[Execution], workers: int | None = None, quiet: bool = True,
+               report=lambda chapter, seconds, error: None
+               ) -> tuple[ProcessPoolExecutor, list[Future]]:
+    """Start :func:`execute_chapter` for every run, ``workers`` (default: the CPU count) at a time
+    in separate processes, the longest first, and return at once: the pool (to shut down) and the
+    futures in the order of ``runs``. The chapters train on one thread each (the stable-models
+    chapter in two worker processes), so on two cores two chapters run side by side. A future's
+    ``.result()`` gives the claims and the executed notebook, or raises the run's error (a cell
+    error: ``papermill.PapermillExecutionError``). ``report(chapter, seconds since the start,
+    error or None)`` is called as each run ends."""
     order = sorted(range(len(runs)), key=lambda i: -expected_seconds(*runs[i][:2]))
     futures: list[Future | None] = [None] * len(runs)
     t0 = time.perf_counter()
-    with ProcessPoolExecutor(workers or os.cpu_count(),
-                             mp_context=multiprocessing.get_context("spawn")) as pool:
-        for i in order:
-            chapter, parameters, results_dir, output = runs[i]
-            futures[i] = pool.submit(execute_chapter, chapter, parameters, results_dir, output,
-                                     quiet)
-            futures[i].add_done_callback(
-                lambda f, c=chapter: report(c, time.perf_counter() - t0, f.exception()))
+    pool = ProcessPoolExecutor(workers or os.cpu_count(),
+                               mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_quiet_stderr if quiet else None)
+    for i in order:
+        chapter, parameters, results_dir, output = runs[i]
+        futures[i] = pool.submit(execute_chapter, chapter, parameters, results_dir, output, quiet)
+        futures[i].add_done_callback(
+            lambda f, c=chapter: report(c, time.perf_counter() - t0, f.exception()))
+    return pool, futures
+
+
+def _quiet_stderr() -> None:
+    """A quiet worker's stderr (and its kernels', e.g. their start-up warnings) goes nowhere; a
+    cell error still reaches the caller as the run's exception."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+
+
+def execute_many(runs: list[Execution], workers: int | None = None, quiet: bool = True,
+                 report=lambda chapter, seconds, error: None) -> list[Future]:
+    """:func:`start_many`, waiting for every run: the finished futures in the order of ``runs``."""
+    pool, futures = start_many(runs, workers, quiet, report)
+    pool.shutdown(wait=True)
     return futures
 
 

@@ -1,0 +1,55 @@
+"""The chapter executions that ``tests/test_chapters.py`` checks start in the background as soon as
+the tests are collected (:func:`rnnbook.execute.start_many`: side by side, longest first), so the
+other tests run meanwhile on the CPU time they leave idle; a test of test_chapters.py then waits
+for its own execution (fixture ``execution``)."""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from concurrent.futures import Future
+from pathlib import Path
+
+import pytest
+
+from rnnbook.execute import EXECUTED_DIR, start_many
+
+EXECUTIONS = pytest.StashKey[dict]()
+
+
+def run_of(item: pytest.Item) -> tuple[str, dict, bool] | None:
+    """The execution a test checks, if it checks one: (chapter, parameters, for the book?)."""
+    name, p = getattr(item, "originalname", None), getattr(item, "callspec", None)
+    if name == "test_chapter_quick_claims":
+        return p.params["chapter"], {}, True
+    if name == "test_chapter_refuses_bad_parameters":
+        return p.params["chapter"], p.params["parameters"], False
+    return None
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    items = [i for i in session.items if run_of(i)]
+    if not items:
+        return
+    root = Path(tempfile.mkdtemp(prefix="rnnbook-executions-"))
+    runs = []
+    for n, item in enumerate(items):
+        chapter, parameters, book = run_of(item)
+        runs.append((chapter, parameters, root / str(n),
+                     EXECUTED_DIR / f"{chapter}.ipynb" if book else None))
+    pool, futures = start_many(runs)
+    session.stash[EXECUTIONS] = {"pool": pool, "root": root, "by_test": {
+        item.nodeid: (run[2], f) for item, run, f in zip(items, runs, futures)}}
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    state = session.stash.get(EXECUTIONS, None)
+    if state:
+        state["pool"].shutdown(wait=True, cancel_futures=True)
+        if not session.testsfailed:  # kept for a look when a test failed
+            shutil.rmtree(state["root"], ignore_errors=True)
+
+
+@pytest.fixture
+def execution(request) -> tuple[Path, Future]:
+    """The results directory and the future of the chapter execution this test checks."""
+    return request.session.stash[EXECUTIONS]["by_test"][request.node.nodeid]
