@@ -433,6 +433,18 @@ def test_figure_myst(tmp_path):  # without a key: no figure class
     assert text.rstrip().endswith("````")
 
 
+@pytest.mark.parametrize("caption", ["$\\|W_{hh}\\|_2$ of every model", "> quoted # not a comment",
+                                     "- (A) left: *x*, [y] | z & 'w'"])
+def test_figure_alt_text_parses_as_an_option(tmp_path, caption):
+    from myst_parser.parsers.options import options_to_items
+    png = tmp_path / "F1.png"
+    png.write_bytes(b"\x89PNG fake")
+    text = figures.figure_myst(png, "fig-ch-F1", caption)
+    alt_line = next(line for line in text.splitlines() if line.startswith(":alt:"))
+    items, state = options_to_items(alt_line[1:])
+    assert not state.has_comments and items[0][1] == alt_line.split(": ", 1)[1]
+
+
 # ---------------------------------------------------------------------------------------- cache
 
 class Counter:

@@ -86,7 +86,9 @@ def figure_myst(png: Path, name: str, caption: str, key: str | None = None) -> s
     """A MyST ``figure`` directive embedding ``png`` (self-contained: no path to resolve); ``key``
     names the figure's stored files (see :func:`store`)."""
     uri = "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode()
-    alt = " ".join(re.sub(r"[{}`$\\]", "", caption).split())[:200]
+    # alt text: words and plain punctuation only, as a directive option must parse (a leading
+    # "|" or ">" would start a YAML block, "#" a comment)
+    alt = " ".join(re.sub(r"[^\w\s.,;:()'/=+-]", "", caption).split())[:200].lstrip("-:.,;'/=+ ")
     fence = "`" * max(4, 1 + max((len(m) for m in re.findall(r"`+", caption)), default=0))
     figclass = f":figclass: rnnbook-figure {KEY_CLASS}{key}\n" if key else ""
     return (f"{fence}{{figure}} {uri}\n:name: {name}\n:alt: {alt}\n:width: 90%\n{figclass}\n"
