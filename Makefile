@@ -32,7 +32,7 @@ book: $(READY)
 	$(PY) -m rnnbook book $(BOOK_FLAGS)
 
 test: $(READY)
-	RNNBOOK_QUIET=1 CUDA_VISIBLE_DEVICES= $(PY) -m pytest \
+	RNNBOOK_QUIET=1 CUDA_VISIBLE_DEVICES= $(PY) -m pytest --durations=15 \
 		$(filter-out $(LAST_TESTS),$(wildcard tests/test_*.py)) $(LAST_TESTS)
 
 figures: $(READY)
