@@ -247,3 +247,12 @@ def test_contraction_estimates_listed_c8_first():
     assert names[0] == "c8" and len(names) == 1 + 4 + 4 + 1
     assert "jsb/lstm/fork (col, bias 10+10)" in names
     assert "c8" not in st.estimates(st.resolve(**RESOLVE))
+
+
+def test_initial_norm_leaves_the_global_generator_alone():
+    S = st.resolve(**RESOLVE)
+    td = st.load_task("jsb", S)
+    state = torch.get_rng_state()
+    w0 = st.initial_W_hh_norm(S, td, "rnn")
+    assert torch.equal(state, torch.get_rng_state())
+    assert 1.0 < w0 < 1.3  # PyTorch's U(-1/sqrt(n), 1/sqrt(n)): about 2/sqrt(3) for large n

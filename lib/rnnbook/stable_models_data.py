@@ -157,8 +157,7 @@ def load_corpus(task: str, data_dir: DataDir = None, max_train_tokens: int | Non
     text = {s: fetch(dataset, names[s], data_dir).read_text(encoding="utf-8") for s in SPLITS}
     tokens = {s: tokenize(text[s]) for s in SPLITS}
     counts = Counter(tokens["train"])
-    types = set().union(*(t.split() for t in text.values())) | {"<eos>"}
-    vocab = sorted(types, key=lambda t: (-counts[t], t))
+    vocab = sorted(set().union(*tokens.values()), key=lambda t: (-counts[t], t))
     index = {t: i for i, t in enumerate(vocab)}
     tokens["train"] = tokens["train"][:max_train_tokens]
     ids = {s: torch.tensor([index[t] for t in tokens[s]]) for s in SPLITS}

@@ -244,6 +244,14 @@ def make_net(cell: str, cfg: TaskConfig, n_in: int, n_out: int, forget_bias: flo
     return Net(cell, n_in, n_out, cfg.hidden, cfg.emb, forget_bias, cfg.dropout, cfg.cutoffs)
 
 
+def initial_W_hh_norm(S: Settings, td: TaskData, cell: str) -> float:
+    """E1's starting point: :math:`\\|W_{hh}\\|_2` of a freshly initialised model of ``td``'s
+    task, drawn without touching the global random generator."""
+    with torch.random.fork_rng():
+        return make_net(cell, S.configs[td.task], td.n_in, td.n_out, S.lstm_forget_bias,
+                        S.seeds[0]).W_hh_norm()
+
+
 def stabilize_(net: Net, constraint: str | None) -> float:
     """The projection step after every SGD step (App. C / §4): ``"spectral"`` projects the RNN's
     :math:`W` onto :math:`\\|W\\|_2 \\le 1`, ``"row"``/``"col_fork"`` constrain the LSTM. Returns
