@@ -28,7 +28,7 @@ def run_of(item: pytest.Item) -> tuple[str, dict, bool] | None:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     items = [i for i in session.items if run_of(i)]
-    if not items:
+    if not items or session.config.option.collectonly:
         return
     root = Path(tempfile.mkdtemp(prefix="rnnbook-executions-"))
     runs = []

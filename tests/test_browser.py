@@ -28,6 +28,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -40,6 +41,7 @@ HTML = execute.HTML_DIR
 SHOTS = BUILD_DIR / "screenshots"
 WIDTH, HEIGHT = 1280, 1600
 MAX_TILES = 60
+BROWSERS = 2
 CHROMIUM = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser",
                                                        "google-chrome")) if p), None)
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -264,31 +266,44 @@ def book():
     execute.build_book(offline=execute.offline_prefix() is not None, if_stale=True)
 
 
+def visit(browser: Chromium, paths: list[Path]) -> dict[str, tuple[dict, list[str]]]:
+    """Open ``paths`` one after another in one tab of ``browser``: their reports and screenshots."""
+    page, out = Page(browser), {}
+    for path in paths:
+        rel = path.relative_to(HTML).as_posix()
+        report, remote = page.load(path.as_uri())
+        out[rel] = (report, remote)
+        stem = rel.removesuffix(".html").replace("/", "-")
+        if rel.startswith("chapters/"):
+            tiles = min(MAX_TILES, -(-report["height"] // HEIGHT))
+            for i in range(tiles):
+                page.screenshot(SHOTS / f"{stem}-{i + 1:02d}.png", i * HEIGHT)
+        else:
+            page.screenshot(SHOTS / f"{stem}.png")
+    return out
+
+
 @pytest.fixture(scope="module")
 def reports(book):
-    """Every page opened once: {page path relative to the build: (report, off-machine requests)}."""
+    """Every page opened once: {page path relative to the build: (report, off-machine requests)}.
+    Two browsers share the pages (largest first, alternately), each in its own thread: one
+    Chromium renders on about one core."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     for old in SHOTS.glob("*.png"):
         old.unlink()
-    out = {}
-    with tempfile.TemporaryDirectory(prefix="rnnbook-chromium-") as profile:
-        browser = Chromium(profile)
+    by_size = sorted(pages(), key=lambda p: -p.stat().st_size)
+    groups = [by_size[i::BROWSERS] for i in range(BROWSERS)]
+    out: dict = {}
+    with tempfile.TemporaryDirectory(prefix="rnnbook-chromium-") as profile, \
+            ThreadPoolExecutor(BROWSERS) as pool:
+        browsers = [Chromium(f"{profile}/{i}") for i in range(BROWSERS)]
         try:
-            page = Page(browser)
-            for path in pages():
-                rel = path.relative_to(HTML).as_posix()
-                report, remote = page.load(path.as_uri())
-                out[rel] = (report, remote)
-                stem = rel.removesuffix(".html").replace("/", "-")
-                if rel.startswith("chapters/"):
-                    tiles = min(MAX_TILES, -(-report["height"] // HEIGHT))
-                    for i in range(tiles):
-                        page.screenshot(SHOTS / f"{stem}-{i + 1:02d}.png", i * HEIGHT)
-                else:
-                    page.screenshot(SHOTS / f"{stem}.png")
+            for part in pool.map(visit, browsers, groups):
+                out.update(part)
         finally:
-            browser.close()
-    return out
+            for browser in browsers:
+                browser.close()
+    return dict(sorted(out.items()))
 
 
 def test_every_page_opened(reports):

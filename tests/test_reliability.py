@@ -34,22 +34,20 @@ def run_chapter(results_dir, prefix=()) -> subprocess.Popen:
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def test_same_seed_same_claims(tmp_path):
-    """The chapter run twice with the same seed (at once, in separate processes and results
-    directories, so nothing is shared; the second with no network where a namespace can be made)
-    writes identical claims.json values."""
+@pytest.fixture(scope="module", autouse=True)
+def same_seed_runs(tmp_path_factory) -> tuple:
+    """The chapter run twice with the same seed, at once, in separate processes and results
+    directories, so nothing is shared (the second with no network where a namespace can be made).
+    They start before this module's first test and run while the others (mostly one core: the
+    Sphinx build, a sleeping sweep) go on; :func:`test_same_seed_same_claims`, last, checks them."""
+    root = tmp_path_factory.mktemp("same-seed")
     prefix = execute.offline_prefix() or ()
-    runs = [run_chapter(tmp_path / "a"), run_chapter(tmp_path / "b", prefix)]
-    outputs = [p.communicate(timeout=900)[0] for p in runs]
-    claims = []
-    for name, out in zip("ab", outputs):
-        folder = tmp_path / name / CHAPTER
-        assert (folder / "run.json").exists(), f"run {name} did not finish:\n{out[-3000:]}"
-        claims.append(json.loads((folder / "claims.json").read_text()))
-    assert claims[0], "no claims recorded"
-    assert claims[0] == claims[1]
-    record = json.loads((tmp_path / "a" / CHAPTER / "run.json").read_text())
-    assert record["claims"]["total"] == len(claims[0]) and record["wall_seconds"] > 0
+    runs = (run_chapter(root / "a"), run_chapter(root / "b", prefix))
+    yield root, runs
+    for p in runs:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
 
 
 # ------------------------------------------------------------------------- killed and resumed
@@ -150,3 +148,20 @@ def test_book_builds_with_no_network():
     stamp = execute.build_book(offline=True, if_stale=True)
     assert stamp["offline"]
     assert (execute.HTML_DIR / "index.html").exists()
+
+
+# ------------------------------------------------------------------------- same seed, same claims
+
+def test_same_seed_same_claims(same_seed_runs):
+    """The two runs of :func:`same_seed_runs` write identical claims.json values."""
+    root, runs = same_seed_runs
+    outputs = [p.communicate(timeout=900)[0] for p in runs]
+    claims = []
+    for name, out in zip("ab", outputs):
+        folder = root / name / CHAPTER
+        assert (folder / "run.json").exists(), f"run {name} did not finish:\n{out[-3000:]}"
+        claims.append(json.loads((folder / "claims.json").read_text()))
+    assert claims[0], "no claims recorded"
+    assert claims[0] == claims[1]
+    record = json.loads((root / "a" / CHAPTER / "run.json").read_text())
+    assert record["claims"]["total"] == len(claims[0]) and record["wall_seconds"] > 0
