@@ -370,6 +370,16 @@ def _figure(figsize=None):
     return fig
 
 
+def test_save_figure_caption_starts_with_its_name(run, monkeypatch):
+    import IPython.display
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj.data))
+    run.save_figure(_figure(), "F7", "Loss against steps.")
+    assert "\n**F7.** Loss against steps.\n" in shown[0]
+    manifest = json.loads((run.dir / "figures" / "figures.json").read_text())
+    assert manifest["F7"]["caption"] == "Loss against steps."  # the file record: the caption alone
+
+
 def test_save_figure(run, capsys):
     fig = _figure()
     width_in = fig.get_figwidth()
@@ -431,6 +441,8 @@ def test_figure_myst(tmp_path):  # without a key: no figure class
     assert ":name: fig-ch-F1\n" in text
     assert ":alt: Caption code x y\n" in text
     assert text.rstrip().endswith("````")
+    roles = figures.figure_myst(png, "fig-ch-F1", "Loss (Eq. {eq}`cm-h2`), see {numref}`fig-ch-F2`.")
+    assert ":alt: Loss (Eq. ), see .\n" in roles  # no role syntax read as words
 
 
 @pytest.mark.parametrize("caption", ["$\\|W_{hh}\\|_2$ of every model", "> quoted # not a comment",

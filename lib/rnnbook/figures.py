@@ -61,7 +61,9 @@ def label(chapter: str, name: str) -> str:
 
 def save_figure(fig: plt.Figure, name: str, caption: str, figures_dir: Path, chapter: str,
                 show: bool = True, provenance: dict | None = None) -> dict[str, Path]:
-    """Export ``fig`` as PNG and SVG under ``figures_dir`` and show it with ``caption`` (MyST).
+    """Export ``fig`` as PNG and SVG under ``figures_dir`` and show it with ``caption`` (MyST),
+    which the book starts with the figure's name (the specification's id: "**F4.** ..."), so that
+    a figure cited by its id is found on the page.
 
     The files are also stored by content under :data:`rnnbook.paths.FIGURE_STORE` with
     ``provenance`` (profile, seed, commit, date, ...), where the book build's extension
@@ -78,7 +80,8 @@ def save_figure(fig: plt.Figure, name: str, caption: str, figures_dir: Path, cha
     plt.close(fig)
     if show:
         from IPython.display import Markdown, display
-        display(Markdown(figure_myst(paths["png"], label(chapter, name), caption, key)))
+        display(Markdown(figure_myst(paths["png"], label(chapter, name), f"**{name}.** {caption}",
+                                     key)))
     return paths
 
 
@@ -87,8 +90,9 @@ def figure_myst(png: Path, name: str, caption: str, key: str | None = None) -> s
     names the figure's stored files (see :func:`store`)."""
     uri = "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode()
     # alt text: words and plain punctuation only, as a directive option must parse (a leading
-    # "|" or ">" would start a YAML block, "#" a comment)
-    alt = " ".join(re.sub(r"[^\w\s.,;:()'/=+-]", "", caption).split())[:200].lstrip("-:.,;'/=+ ")
+    # "|" or ">" would start a YAML block, "#" a comment), without MyST roles ({eq}`x` -> "eqx")
+    plain = re.sub(r"\{[\w:-]+\}`[^`]*`", "", caption)
+    alt = " ".join(re.sub(r"[^\w\s.,;:()'/=+-]", "", plain).split())[:200].lstrip("-:.,;'/=+ ")
     fence = "`" * max(4, 1 + max((len(m) for m in re.findall(r"`+", caption)), default=0))
     figclass = f":figclass: rnnbook-figure {KEY_CLASS}{key}\n" if key else ""
     return (f"{fence}{{figure}} {uri}\n:name: {name}\n:alt: {alt}\n:width: 90%\n{figclass}\n"
