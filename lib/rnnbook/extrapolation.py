@@ -308,7 +308,7 @@ def moment_check(teachers: dict[int, tuple[Sequence[float], Sequence[float]]]) -
         row = {"teacher": name}
         for k in range(1, 2 * dh + 4):
             m = off_support_mass(lam, w, k)
-            row[f"k={k}"] = max(m, 0.0)  # the solver returns -1e-12 for 0
+            row[f"k={k}"] = abs(m)  # the solver's zero is +-1e-12 or so, as the claim reads it
             if k >= 2 * dh + 1:
                 worst["above"] = max(worst["above"], abs(m))
             else:
@@ -583,8 +583,9 @@ def transition_check(rows: Sequence[dict], d_hat: int, gate: float, tol: float) 
 
     (a) median eps >= 0.1 for every k < 2 d_hat; (b) median eps <= tol for every k >= 2 d_hat + 1
     whose seeds all pass the loss gate; (c) at least 2/3 of the runs with k >= 2 d_hat + 1 pass it.
-    k = 2 d_hat is reported, not judged. Too few converged runs, or no k on one side of the line,
-    gives "inconclusive"."""
+    k = 2 d_hat is reported, not judged. A failed (a) is "not reproduced" whatever the convergence
+    (the spec: FAIL if any k < 2 d_hat extrapolates); otherwise too few converged runs, or no k on
+    one side of the line, gives "inconclusive"."""
     ks = sorted({r["k"] for r in rows})
     below = [k for k in ks if k < 2 * d_hat]
     above = [k for k in ks if k >= 2 * d_hat + 1]
@@ -605,7 +606,8 @@ def transition_check(rows: Sequence[dict], d_hat: int, gate: float, tol: float) 
     return {"median_eps": med, "max_loss": loss, "converged": n_ok,
             "converged_frac_above": float(frac), "judged_below": judged_below,
             "judged_above": judged_above, "a": a, "b": b, "c": c,
-            "verdict": ("reproduced" if a and b else "not reproduced") if enough else "inconclusive",
+            "verdict": "not reproduced" if judged_below and not a else
+            ("reproduced" if b else "not reproduced") if enough else "inconclusive",
             "passed": enough and a and b}
 
 
@@ -631,14 +633,15 @@ def transition_claim(run, rows: Sequence[dict], S: "Settings", cid: str, experim
 
 def transition_table(checks: dict[tuple[int, int], dict], verdict: bool = True):
     """Per k: median eps_q over converged runs, the largest final loss and how many runs passed the
-    loss gate, for each (d_hat, d) of :func:`transition_check` results; k = 2 d_hat is starred."""
+    loss gate, for each (d_hat, d) of :func:`transition_check` results; column ``2 d_hat`` names the
+    k on the line (reported, not judged)."""
     ks = sorted({k for c in checks.values() for k in c["median_eps"]})
     rows = []
     for (dh, d), c in checks.items():
         for label, key in (("median eps (converged)", "median_eps"), ("largest final L", "max_loss"),
                            ("converged runs", "converged")):
-            row = {"d_hat": dh, "d": d, "quantity": label}
-            row.update({f"k={k}" + ("*" if k == 2 * dh else ""): c[key].get(k, "") for k in ks})
+            row = {"d_hat": dh, "d": d, "2 d_hat": 2 * dh, "quantity": label}
+            row.update({f"k={k}": c[key].get(k, "") for k in ks})
             if verdict:
                 row["verdict"] = c["verdict"] if key == "median_eps" else ""
             rows.append(row)
