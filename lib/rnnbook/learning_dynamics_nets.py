@@ -205,8 +205,9 @@ def _stack(xs, axis):
 
 def ntk_check(ntk: dict, gate: float = 1e-3, d_gain: float = 0.2) -> dict:
     """C7: over converged cells (loss ratio <= ``gate``) with σ <= 0.2, the mean D at T = 4 minus
-    that at T = 1 (>= ``d_gain``), and for T >= 2 the median over T of Spearman(D, σ) over converged
-    σ (<= -0.6); for the unaligned init (judged) and the aligned one (reported)."""
+    that at T = 1 (>= ``d_gain``: 0.2 quick, 0.3 full), and for T >= 2 the median over T of
+    Spearman(D, σ) over every converged σ (<= -0.6); for the unaligned init (judged) and the aligned
+    one (reported)."""
     out = {}
     Ts, sig = list(ntk["T"]), ntk["sigma"]
     for init, name in ((1, "unaligned"), (0, "aligned")):
