@@ -71,9 +71,10 @@ def plot_e1(norms: dict[str, list[float]]):
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(6, 3.8))
     for name, v in norms.items():
-        ax.plot(np.linspace(0, 1, len(v)), v, label=name)
+        ax.plot(np.arange(1, len(v) + 1) / len(v), v, label=name)  # logged after each 1/n
     ax.axhline(1, color="0.6", ls="--", lw=1)
-    ax.set_xlabel("fraction of training")
+    ax.set_xlim(0, 1.02)
+    ax.set_xlabel("fraction of training done")
     ax.set_ylabel(r"$\|W_{hh}\|_2$")
     ax.legend(fontsize=8, ncol=2)
     return fig
