@@ -38,3 +38,18 @@ def test_parameters_cell(chapter):
     for name in ("profile", "device", "seed", "results_dir"):
         assert f"\n{name} = " in "\n" + cells[0].source
     assert '\nprofile = "quick"' in "\n" + cells[0].source
+
+
+@pytest.mark.parametrize("chapter", chapters())
+def test_tables_are_shown(chapter):
+    """A table built in a cell but not as its last expression is never displayed (Jupyter shows
+    only the last one): the prose below it would describe a table the page does not have."""
+    import ast
+    nb = jupytext.read(CHAPTERS_DIR / f"{chapter}.md")
+    for cell in (c for c in nb.cells if c.cell_type == "code"):
+        code = "\n".join(line for line in cell.source.splitlines() if not line.startswith("%"))
+        for statement in ast.parse(code).body[:-1]:
+            call = statement.value if isinstance(statement, ast.Expr) else None
+            if isinstance(call, ast.Call):
+                assert not ast.unparse(call.func).endswith("table"), \
+                    f"{chapter}: {ast.unparse(call)[:60]} is not its cell's last expression"
