@@ -236,6 +236,7 @@ def test_c9_check_fails_when_early_is_stable():
     lam = np.array([1.0, 3.0])
     good = nets.stability_check(fake(0.3, [2.0, 1.0, 0.5, 0.2]), lam=lam)
     assert good["passed"] and good["verdict"] == "reproduced"
+    assert good["early"]["grad_h (reported)"] == 0.3  # the spec's measure, beside ours
     assert nets.stability_check(fake(0.3, [1.1, 1.0, 1.0, 1.0]), lam=lam)["verdict"] == "partly"
     assert not nets.stability_check(fake(1e-5, [1.0, 1.0, 1.0, 1.0]), lam=lam)["passed"]
     late_unstable = nets.stability_check(fake(0.3, [2.0, 1.0, 0.5, 0.2], g_late=0.1), lam=lam)
