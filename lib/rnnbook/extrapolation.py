@@ -460,6 +460,10 @@ def resolve(profile: str, d, d_hat, k_values, teacher_eigs, teacher_weights, ini
         if min(ds) <= max(ks) or min(ds) <= dh:
             raise params.ParameterError("d", d, f"integers > max k ({max(ks)}) and > d_hat ({dh}): "
                                         "an overparameterized student")
+    ref = reference_d_hat(teachers)  # F4's example run and E1 read its run at k = 2 d_hat + 1
+    if 2 * ref + 1 not in teachers[ref][2]:
+        raise params.ParameterError("k_values", k_values, f"integers that include 2 d_hat + 1 = "
+                                    f"{2 * ref + 1} for the reference teacher d_hat = {ref}")
     pick = (lambda quick, big: big if full else quick)
     return Settings(
         teachers, ds,
