@@ -223,6 +223,12 @@ def test_slope_and_gamma_checks_can_fail(monkeypatch):
     assert not cm.gamma_check((0.5,))["passed"]
 
 
+def test_gamma_check_is_two_sided(monkeypatch):
+    assert cm.gamma_check((0.5,))["passed"]
+    monkeypatch.setattr(cm, "gamma_exp_dh", lambda lam, rho: 0.0)  # a sensitivity that vanished
+    assert not cm.gamma_check((0.5,))["passed"]
+
+
 def test_c3_check_can_fail():
     good = {"RNN": {0.36: 1e-7, 0.99: 1.0}, "LRU": {0.36: 1e-6, 0.99: 1e-3}}
     assert cm.c3_check(good, quick=True)["passed"]

@@ -311,7 +311,7 @@ def gamma_check(rhos: Sequence[float], eps: float = 1e-6) -> dict:
         lo, hi = slope_range(rho)
         s_gamma = loglog_slope(gamma_dh, rho, lo, hi)
         if rho < 1:
-            good = val <= 1.01 * lim and abs(s_gamma + 2) <= 0.05
+            good = abs(val / lim - 1) <= 0.01 and abs(s_gamma + 2) <= 0.05  # two-sided: 0 fails
         else:  # rho = 1: grows like 2/(1-lambda); gamma alone: slope -3
             good = abs(val * eps / 2 - 1) <= 0.01 and abs(s_gamma + 3) <= 0.05
         ok &= good
