@@ -219,6 +219,22 @@ def test_c9_rule(w2, w32, passed, verdict):
     assert (c9["passed"], c9["verdict"]) == (passed, verdict)
 
 
+@pytest.mark.parametrize(("adv2", "adv32", "passed"), [
+    ((0.10, 0.12, 0.08), (0.0, 0.02, -0.01), True),   # advantage > 1 sd at k = 2, smaller at 32
+    ((0.10, -0.05, 0.02), (0.0, 0.0, 0.0), False),    # within one sd of zero
+    ((0.10, 0.12, 0.08), (0.2, 0.2, 0.2), False)])    # not shrinking by k = 32
+def test_c9_rule_over_seeds(adv2, adv32, passed):
+    S = st.resolve(**{**RESOLVE, "n_seeds": 3})
+    assert len(st.c9_seed_jobs(S)) == 8  # two more seeds x {unstable, stable} x k in {2, 32}
+    runs = [{(s, k): {"test": 9.0 + (a if s else 0.0)} for s in (False, True)
+             for k, a in ((2, a2), (32, a32))} for a2, a32 in zip(adv2, adv32)]
+    trunc = {("rnn", s, k): {"w_norms": [1.0, w], **runs[0][(s, k)]} for s in (False, True)
+             for k, w in ((2, 3.4), (32, 2.4))}
+    c9 = st.c9_check(S, trunc, runs[1:])
+    assert c9["passed"] == passed and c9["value"]["seeds"] == 3
+    assert c9["verdict"] == (None if passed else "partly")
+
+
 @pytest.mark.parametrize(("nll", "passed"), [((9.0, 9.1, 9.05), True), ((9.0, 9.2, 9.05), False)])
 def test_c11_rule(nll, passed):
     S = st.resolve(**RESOLVE)
@@ -239,6 +255,10 @@ def test_train_all_covers_every_section_longest_first(monkeypatch):
     assert any(j[4] == st.FORK_LSTM for j in seen)
     costs = sorted((st.job_cost(S, j) for j in seen), reverse=True)
     assert costs[0] > costs[-1] > 0
+    seen.clear()
+    st.train_all(None, st.resolve(**(RESOLVE | {"n_seeds": 3})))  # C9's extra seeds come along
+    assert set(map(repr, st.c9_seed_jobs(st.resolve(**(RESOLVE | {"n_seeds": 3}))))) <= \
+        set(map(repr, seen))
 
 
 def test_contraction_estimates_listed_c8_first():

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
@@ -712,7 +712,7 @@ def train_all(cache, S: Settings, progress=lambda it, **kw: it) -> None:
     jobs = [(t, c, s, seed, {}) for t in S.tasks for c, s in MODELS for seed in S.seeds]
     if "jsb" in S.tasks:
         seed = S.seeds[0]
-        jobs += [("jsb", c, s, seed, {"k": k}) for c, s, k in truncation_jobs(S)]
+        jobs += [("jsb", c, s, seed, {"k": k}) for c, s, k in truncation_jobs(S)] + c9_seed_jobs(S)
         jobs += [("jsb", "lstm", True, seed, FORK_LSTM)] + [("jsb", "rnn", False, seed, w)
                                                              for w in f5_runs(S)]
     prefit(cache, S, jobs, S.workers, progress)
@@ -881,18 +881,44 @@ def f2_f4_figures(run, S: Settings, trunc: dict, res: dict) -> None:
                     "trained and tested with truncation $k$; dashed: the recurrent model (Table 1).")
 
 
-def c9_check(S: Settings, trunc: dict) -> dict:
-    """C9: ‖W‖₂ of the unstable JSB RNN at k = 2 exceeds that at k = 32 by at least 0.5 ("partly"
-    if it is higher by less); the NLL advantage of the unstable model at k = 2 and 32 is reported."""
+def c9_seed_jobs(S: Settings) -> list[Job]:
+    """C9's NLL half over seeds (full profile): the JSB RNNs, unstable and stable, at k = 2 and 32
+    for every seed after the first (whose runs are the truncation sweep's); none with one seed."""
+    return [("jsb", "rnn", s, seed, {"k": k}) for seed in S.seeds[1:] for s in (False, True)
+            for k in (2, 32)]
+
+
+def c9_seed_runs(cache, S: Settings, td: TaskData | None, progress=lambda it, **kw: it
+                 ) -> list[dict]:
+    """The runs of :func:`c9_seed_jobs`, one dict ``{(stable, k): summary}`` per extra seed."""
+    if td is None or len(S.seeds) < 2:
+        return []
+    prefit(cache, S, c9_seed_jobs(S), S.workers, progress)
+    return [{(s, k): fit(cache, S, td, "rnn", s, seed, k=k)[0] for s in (False, True)
+             for k in (2, 32)} for seed in S.seeds[1:]]
+
+
+def c9_check(S: Settings, trunc: dict, more: Sequence[dict] = ()) -> dict:
+    """C9: ‖W‖₂ of the unstable JSB RNN at k = 2 exceeds that at k = 32 by at least 0.5; with
+    several seeds (``more``: :func:`c9_seed_runs`) also the spec's NLL half: the mean advantage of
+    the unstable model, NLL(stable) − NLL(unstable), is above one standard deviation over seeds at
+    k = 2 and smaller at k = 32. With one seed the advantage is reported only. "Partly" if ‖W‖₂
+    falls with k but a check fails."""
     if not trunc:
         return {"value": "jsb not in tasks", "passed": False, "verdict": "inconclusive"}
     w2, w32 = trunc[("rnn", False, 2)]["w_norms"][-1], trunc[("rnn", False, 32)]["w_norms"][-1]
-    adv = {k: trunc[("rnn", True, k)]["test"] - trunc[("rnn", False, k)]["test"] for k in (2, 32)}
-    passed = w2 - w32 >= 0.5
-    return {"value": {"‖W‖₂ k=2": w2, "‖W‖₂ k=32": w32,
-                      "NLL(stable) − NLL(unstable), k=2": adv[2],
-                      "NLL(stable) − NLL(unstable), k=32": adv[32]},
-            "passed": bool(passed),
+    adv = {k: [trunc[("rnn", True, k)]["test"] - trunc[("rnn", False, k)]["test"]]
+           + [r[(True, k)]["test"] - r[(False, k)]["test"] for r in more] for k in (2, 32)}
+    value = {"‖W‖₂ k=2": w2, "‖W‖₂ k=32": w32,
+             "NLL(stable) − NLL(unstable), k=2": float(np.mean(adv[2])),
+             "NLL(stable) − NLL(unstable), k=32": float(np.mean(adv[32]))}
+    nll_ok = True  # one seed: reported, not checked
+    if len(adv[2]) > 1:
+        sd = float(np.std(adv[2], ddof=1))
+        nll_ok = bool(np.mean(adv[2]) > sd and np.mean(adv[32]) < np.mean(adv[2]))
+        value |= {"sd over seeds, k=2": sd, "seeds": len(adv[2])}
+    passed = w2 - w32 >= 0.5 and nll_ok
+    return {"value": value, "passed": bool(passed),
             "verdict": None if passed else "partly" if w2 > w32 else "not reproduced"}
 
 
