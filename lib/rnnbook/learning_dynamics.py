@@ -408,7 +408,7 @@ def f1_figure(run: Run, S: Settings) -> list[dict]:
         f1s.append(run.cache.cached(f"F1-T{T}", {"T": T, "init": S.init_scale, "lr": lr, "steps": steps},
                                     lambda: f1_runs(T, S.init_scale, lr, steps)))
     run.save_figure(plot_f1(f1s), "F1",
-                    f"Learning of $ac$ (left) and $b$ (right) on the inverse-exponential task, T in {S.f1_Ts}, "
+                    f"Learning of $ac$ (left) and $b$ (right) on the inverse-exponential task, T = {', '.join(map(str, S.f1_Ts))}, "
                     f"from $a=b=c={S.init_scale:g}$, GD rate {S.f1_lr_steps(5)[0]:g} (times $(5/T)^2$). Solid: "
                     "GD with the other variable frozen at its target; dashed: theory (the logistic "
                     "{eq}`ld-logistic`, the Taylor $b$-flow); dotted: joint GD of all three modes.")

@@ -539,7 +539,7 @@ def f6_figure(run: Run, S: ld.Settings) -> dict[str, np.ndarray]:
     run.save_figure(plot_f6(ntk), "F6",
                     f"Kernel distance {{eq}}`ld-ntk` after training against $T$ and the initial scale "
                     f"$\\sigma$, aligned (left) and unaligned (right) initialisation, mean over "
-                    f"{len(seeds)} seed(s); white: not converged. Numbers: D. The aligned network with "
+                    f"{len(seeds)} seed(s); white: at least one seed did not converge. Numbers: D. The aligned network with "
                     "$\\sigma = 1$ starts at the solution ($a = b = c = 1$) and does not move.")
     if S.full:
         a5_a7_figure(run, Ts, sigmas, seeds)
