@@ -55,14 +55,17 @@ def plot_f4(ks: list[int], curves: dict[str, list[float]], full: dict[str, float
 
 
 def plot_f5(gaps: dict[int, list[float]], ref: int):
-    """F5 (Fig. 5): :math:`\\|w_k - w_{ref}\\|` after each epoch, same init and data order."""
+    """F5 (Fig. 5): :math:`\\|w_k - w_{ref}\\|` after each epoch, same init and data order; linear
+    (left) and, from epoch 1, logarithmic (right), where the small gaps' growth shows."""
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(6, 3.8))
+    fig, axs = plt.subplots(1, 2, figsize=(9, 3.8))
     for k, v in gaps.items():
-        ax.plot(np.arange(len(v)), v, "o-", label=f"k = {k}")
-    ax.set_xlabel("epoch")
-    ax.set_ylabel(rf"$\|w_k - w_{{{ref}}}\|_2$")
-    ax.legend()
+        axs[0].plot(np.arange(len(v)), v, "o-", label=f"k = {k}")
+        axs[1].semilogy(np.arange(1, len(v)), v[1:], "o-")
+    for ax in axs:
+        ax.set_xlabel("epoch")
+    axs[0].set_ylabel(rf"$\|w_k - w_{{{ref}}}\|_2$")
+    axs[0].legend()
     return fig
 
 

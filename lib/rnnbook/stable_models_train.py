@@ -1091,7 +1091,8 @@ def f5_weight_gaps(run, S: Settings, td: TaskData | None) -> dict:
     gaps = weight_gaps(snaps, S.f5_ref)
     run.save_figure(smp.plot_f5(gaps, S.f5_ref), "F5", f"As the paper's Fig. 5: distance between the "
                     f"weights of unconstrained JSB RNNs trained with truncation $k$ and with "
-                    f"$k = {S.f5_ref}$, same initialisation and chorale order, after each epoch.")
+                    f"$k = {S.f5_ref}$, same initialisation and chorale order, after each epoch; right: "
+                    "the same from epoch 1 on a log scale.")
     final = [gaps[k][-1] for k in S.f5_k]
     in_k = all(a > b for a, b in zip(final, final[1:]))
     in_epochs = all(all(b >= a for a, b in zip(v, v[1:])) for v in gaps.values())
