@@ -290,6 +290,10 @@ def plot_f10(hessians: dict[str, np.ndarray], losses: dict[str, dict[str, float]
     for ax, (label, H) in zip(axs, hessians.items()):
         im = ax.imshow(np.abs(H) / np.abs(H).max() + 1e-300, norm=LogNorm(vmin=1e-6, vmax=1), cmap="Blues")
         ax.set_title(fr"|H| / max|H|, $\theta_0$ = {label}")
+        modes = np.arange(0, H.shape[0], 2)  # parameters interleaved (λ_re, λ_im) per mode
+        ax.set_xticks(modes, [str(i // 2 + 1) for i in modes])
+        ax.set_yticks(modes, [str(i // 2 + 1) for i in modes])
+        ax.set(xlabel=r"mode $i$ ($\lambda_{re}$, $\lambda_{im}$)", ylabel="mode $j$")
         ax.grid(False)
     fig.colorbar(im, ax=axs[:2].tolist(), shrink=0.8)
     for i, (m, t) in enumerate(losses.items()):

@@ -709,9 +709,10 @@ def imbalance_scaling(rows: Sequence[dict], scales: Sequence[float]) -> dict:
 EPS_CLIP = 1e3  # plots clip eps here; the stored values are the true ones
 
 
-def plot_transition(rows: Sequence[dict], gate: float, title: str):
+def plot_transition(rows: Sequence[dict], gate: float, title: str, tol: float):
     """F1/F2: median eps_q (log) against k, min-max bars over seeds, one curve per (d_hat, d); a
-    dashed line at k = 2 d_hat; hollow markers where some seed did not reach the loss gate."""
+    dashed line at k = 2 d_hat; hollow markers where some seed did not reach the loss gate; C1's
+    two lines: 0.1 (below 2 d_hat, dotted) and the tolerance ``tol`` (above, dash-dot)."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7.2, 4.4))
@@ -732,6 +733,7 @@ def plot_transition(rows: Sequence[dict], gate: float, title: str):
     ax.set(yscale="log", xlabel="training length $k$", ylabel=r"extrapolation error $\epsilon_q$",
            title=title)
     ax.axhline(0.1, color="grey", lw=0.8, ls=":")
+    ax.axhline(tol, color="grey", lw=0.8, ls="-.")
     ax.legend(ncols=2)
     return fig
 
@@ -875,7 +877,7 @@ def plot_gru(res: dict[str, np.ndarray]):
     the reference of a student that copies k taps and is then silent."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.4), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.4))
     ks = np.unique(res["k"])
     for ax, kind in zip(axes, ("rel_mse", "beyond")):
         for i, L in enumerate(GRU_LENGTHS):
