@@ -852,8 +852,8 @@ def plot_f5(phase: dict[int, dict], B: float):
 
 
 def plot_f9(f9: dict):
-    """F9 (Figs. A9-A11): radius and angle of b and ac against the GD step, one row per group;
-    dotted: the K8 solution."""
+    """F9 (Figs. A9-A11): radius and angle of b and ac against the GD step (logarithmic beyond 100
+    steps), one row per group; dotted: the K8 solution."""
     plt = _plt()
     groups = ["A9", "A10", "A11"]
     fig, axes = plt.subplots(3, 4, figsize=(10, 9), sharex=True)
@@ -872,6 +872,8 @@ def plot_f9(f9: dict):
     for j, t in enumerate(("|b|", "arg b", "|ac|", "arg ac")):
         axes[0, j].set_title(t)
         axes[-1, j].set_xlabel("GD step")
+    axes[0, 0].set_xscale("symlog", linthresh=100)  # shared: the dynamics end early in the run
+    axes[0, 0].set_xlim(0, f9["step"].max())
     return fig
 
 
