@@ -84,6 +84,8 @@ def test_transition_check_can_fail_and_be_inconclusive():
     assert not res["passed"] and res["verdict"] == "not reproduced"
     res = ex.transition_check(rows_for(1.0, 1e-3, loss=1e-3), 2, 1e-6, 0.05)  # nothing converged
     assert not res["passed"] and res["verdict"] == "inconclusive"
+    rows = rows_for(0.01, 1e-3)[:2] + rows_for(1.0, 1e-3, loss=1e-3)[2:]  # (a) fails, (c) too
+    assert ex.transition_check(rows, 2, 1e-6, 0.05)["verdict"] == "not reproduced"  # spec: FAIL
 
 
 def test_spearman_link_fails_when_eps_rises():

@@ -607,12 +607,14 @@ def transition_check(rows: Sequence[dict], d_hat: int, gate: float, tol: float) 
     b = all(med[k] <= tol for k in judged_above)
     c = frac >= 2 / 3
     enough = bool(judged_below) and bool(judged_above) and c
+    if judged_below and not a:  # a k below the line extrapolated: fails whatever converged
+        verdict = "not reproduced"
+    else:
+        verdict = ("reproduced" if b else "not reproduced") if enough else "inconclusive"
     return {"median_eps": med, "max_loss": loss, "converged": n_ok,
             "converged_frac_above": float(frac), "judged_below": judged_below,
             "judged_above": judged_above, "a": a, "b": b, "c": c,
-            "verdict": "not reproduced" if judged_below and not a else
-            ("reproduced" if b else "not reproduced") if enough else "inconclusive",
-            "passed": enough and a and b}
+            "verdict": verdict, "passed": enough and a and b}
 
 
 def transition_claim(run, rows: Sequence[dict], S: "Settings", cid: str, experiment: str,
