@@ -261,6 +261,67 @@ def test_train_all_covers_every_section_longest_first(monkeypatch):
     assert all(job in seen for job in st.c9_seed_jobs(S3))
 
 
+def test_full_profile_language_model_figures_are_scheduled(monkeypatch):
+    """Spec §4: in the full profile F3 and F5 run on WikiText-2 (F5 for both cells) and F4 adds
+    PTB-character and WikiText-2 truncations; the quick profile schedules none of these."""
+    full = st.resolve(**RESOLVE | {"profile": "full", "tasks": ["jsb", "ptb_char", "wikitext2"]})
+    assert (full.f3_task, full.f5_task, full.f5_cells) == ("wikitext2", "wikitext2", st.CELLS)
+    seen = []
+    monkeypatch.setattr(st, "prefit", lambda cache, S_, jobs, workers, progress: seen.extend(jobs))
+    st.train_all(None, full)
+    keys = {(j[0], j[1], j[4].get("k"), j[4].get("snapshots", False)) for j in seen}
+    assert {(t, c, k, False) for t in ("ptb_char", "wikitext2") for c in st.CELLS
+            for k in full.lm_k} <= keys
+    assert {("wikitext2", c, k, True) for c in st.CELLS for k in full.f5_k + [65]} <= keys
+    quick = st.resolve(**RESOLVE | {"tasks": ["jsb", "ptb_char"]})
+    assert (quick.f3_task, quick.f5_task, quick.lm_k) == ("ptb_char", "jsb", [])
+    assert st.lm_truncation_jobs(quick) == []
+
+
+class _Run:
+    """The parts of :class:`rnnbook.run.Run` that the figure functions use."""
+
+    def __init__(self, cache):
+        self.cache, self.figures = cache, {}
+
+    def progress(self, it, **kw):
+        return it
+
+    def save_figure(self, fig, name, caption):
+        import matplotlib.pyplot as plt
+        self.figures[name] = (len(fig.axes), caption)
+        plt.close(fig)
+
+
+def test_language_model_truncations_and_f5_on_toy_sizes(tmp_path):
+    """The full profile's LM code paths (F4's panels, F5 with W_hh snapshots for RNN and LSTM) at
+    toy sizes on PTB characters: runs, caches, and draws."""
+    from dataclasses import replace
+
+    from rnnbook.cache import Cache
+    S = st.resolve(**RESOLVE | {"profile": "full", "tasks": ["ptb_char"], "hidden_size": 4,
+                                "epochs": 1, "max_train_tokens": 4000})
+    S.configs["ptb_char"] = replace(S.configs["ptb_char"], emb=4, schedule=None)
+    S.lm_k, S.f5_k, S.f5_ref, S.f5_epochs, S.workers = [2, 3], [2], 3, 2, 1
+    S.f5_task, S.f5_cells = "ptb_char", st.CELLS
+    td = st.load_task("ptb_char", S)
+    td.data.ids["test"] = td.data.ids["test"][:3000]
+    run = _Run(Cache(tmp_path))
+    lm = st.lm_truncation_sweep(run.cache, S, {"ptb_char": td})
+    assert set(lm) == {("ptb_char", c, k) for c in st.CELLS for k in (2, 3)}
+    assert all(0 < v < 10 for v in lm.values())  # bits per character of barely trained models
+    f5 = st.f5_weight_gaps(run, S, td)
+    assert {"RNN final k=2", "LSTM final k=2"} <= set(f5["value"])
+    assert all(v > 0 for n, v in f5["value"].items() if "final" in n)
+    snap = st.fit(run.cache, S, td, "lstm", False, 0, **st.f5_runs(S)[0])[0]["snapshots"]
+    assert snap.shape == (S.f5_epochs + 1, 4 * 4 * 4)  # W_hh only, after each epoch
+    trunc = {(c, False, k): {"test": 9.0, "w_norms": [2.0]} for c in st.CELLS for k in S.f2_k}
+    trunc |= {("rnn", True, k): {"test": 9.0, "w_norms": [1.0]} for k in S.f2_k}
+    res = {(t, c, False): [({"test": 9.0}, None)] for t in ("jsb", "ptb_char") for c in st.CELLS}
+    st.f2_f4_figures(run, S, trunc, res, lm)
+    assert run.figures["F4"][0] == 2 and "PTB characters" in run.figures["F4"][1]
+
+
 def test_contraction_estimates_listed_c8_first():
     S = st.resolve(**(RESOLVE | {"tasks": ["jsb", "ptb_char"]}))
     names = list(st.estimates(S))

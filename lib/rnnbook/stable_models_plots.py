@@ -1,9 +1,11 @@
 """Figures of the stable-models chapter (Miller & Hardt 2019): F2–F5, E1, E2.
 
 Named functions returning a matplotlib Figure; the computations they draw live in
-:mod:`rnnbook.stable_models_train` and :mod:`rnnbook.stable_models_experiments`.
+:mod:`rnnbook.stable_models_train`.
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -40,32 +42,51 @@ def plot_f3(g: dict[str, np.ndarray]):
     return fig
 
 
-def plot_f4(ks: list[int], curves: dict[str, list[float]], full: dict[str, float]):
-    """F4 (Fig. 4): JSB test NLL against the truncation k; dashed: the recurrent model."""
+class F4Panel(NamedTuple):
+    """One task of F4: the test metric of truncated models against k, and of the recurrent ones."""
+
+    title: str
+    ylabel: str
+    ks: list[int]
+    curves: dict[str, list[float]]
+    recurrent: dict[str, float]
+
+
+def plot_f4(panels: list[F4Panel]):
+    """F4 (Fig. 4): the test metric against the truncation k, one panel per task; dashed: the
+    recurrent model."""
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(6, 3.8))
-    for i, (name, v) in enumerate(curves.items()):
-        ax.plot(ks, v, "o-", color=f"C{i}", label=f"{name}, truncated")
-        ax.axhline(full[name], color=f"C{i}", ls="--", lw=1, label=f"{name}, recurrent")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("truncation k")
-    ax.set_ylabel("test NLL per frame (nats)")
-    ax.legend(fontsize=9)
+    fig, axs = plt.subplots(1, len(panels), figsize=(6 if len(panels) == 1 else 4.2 * len(panels),
+                                                     3.8), squeeze=False)
+    for ax, p in zip(axs[0], panels):
+        for i, (name, v) in enumerate(p.curves.items()):
+            ax.plot(p.ks, v, "o-", color=f"C{i}", label=f"{name}, truncated")
+            ax.axhline(p.recurrent[name], color=f"C{i}", ls="--", lw=1, label=f"{name}, recurrent")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("truncation k")
+        ax.set_ylabel(p.ylabel)
+        if len(panels) > 1:
+            ax.set_title(p.title)
+    axs[0][0].legend(fontsize=9)
     return fig
 
 
-def plot_f5(gaps: dict[int, list[float]], ref: int):
-    """F5 (Fig. 5): :math:`\\|w_k - w_{ref}\\|` after each epoch, same init and data order; linear
-    (left) and, from epoch 1, logarithmic (right), where the small gaps' growth shows."""
+def plot_f5(gaps: dict[str, dict[int, list[float]]], ref: int):
+    """F5 (Fig. 5): :math:`\\|w_k - w_{ref}\\|` after each epoch, same init and data order, per
+    model (``gaps[name][k]``); linear (left) and, from epoch 1, logarithmic (right), where the
+    small gaps' growth shows."""
     import matplotlib.pyplot as plt
     fig, axs = plt.subplots(1, 2, figsize=(9, 3.8))
-    for k, v in gaps.items():
-        axs[0].plot(np.arange(len(v)), v, "o-", label=f"k = {k}")
-        axs[1].semilogy(np.arange(1, len(v)), v[1:], "o-")
+    styles = ["o-", "s--"]
+    for (name, by_k), style in zip(gaps.items(), styles):
+        for i, (k, v) in enumerate(by_k.items()):
+            label = f"k = {k}" if len(gaps) == 1 else f"{name}, k = {k}"
+            axs[0].plot(np.arange(len(v)), v, style, color=f"C{i}", label=label)
+            axs[1].semilogy(np.arange(1, len(v)), v[1:], style, color=f"C{i}")
     for ax in axs:
         ax.set_xlabel("epoch")
     axs[0].set_ylabel(rf"$\|w_k - w_{{{ref}}}\|_2$")
-    axs[0].legend()
+    axs[0].legend(fontsize=9 if len(gaps) > 1 else None)
     return fig
 
 

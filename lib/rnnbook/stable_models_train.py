@@ -27,6 +27,8 @@ from rnnbook import stable_models_data as smd
 TASKS = ("jsb", "atis", "ptb_char", "ptb_word", "wikitext2")
 CELLS = ("rnn", "lstm")
 METRIC = {"jsb": "NLL", "atis": "F1", "ptb_char": "bpc", "ptb_word": "ppl", "wikitext2": "ppl"}
+TASK_NAMES = {"jsb": "JSB", "atis": "ATIS", "ptb_char": "PTB characters", "ptb_word": "PTB words",
+              "wikitext2": "WikiText-2"}
 
 
 # ============================================================================ settings
@@ -83,6 +85,10 @@ class Settings:
     f5_k: list[int] = field(default_factory=list)
     f5_epochs: int = 6
     f5_ref: int = 65
+    f5_task: str = "jsb"  # full profile: wikitext2, for the RNN and the LSTM (spec §4)
+    f5_cells: tuple[str, ...] = ("rnn",)
+    f3_task: str = "ptb_char"  # full profile: wikitext2
+    lm_k: list[int] = field(default_factory=list)  # F4's language-model truncations (full)
     workers: int = 2  # training processes (one thread each)
     contraction: tuple[int, int] = (20, 200)  # C8: starts x ascent steps
     e2_contraction: tuple[int, int] = (10, 100)
@@ -124,11 +130,16 @@ def resolve(profile, device, seed, tasks, hidden_size, epochs, max_train_tokens,
     n_seeds = params.integer("n_seeds", n_seeds, lo=1)
     for t in tasks:
         smd.check_files(t, data_dir)
+    wt2 = full and "wikitext2" in tasks  # the full profile's F3 and F5 task (spec §4)
     return Settings(profile, tasks, configs, data_dir, lstm_forget_bias, lstm_constraint,
                     list(range(seed, seed + n_seeds)), dev,
                     f2_k=[1, 2, 4, 8, 16, 32, 64] if full else [2, 8, 32],
                     f5_k=[5, 10, 20, 40] if full else [5, 10, 40],
                     f5_epochs=20 if full else 6,
+                    f5_task="wikitext2" if wt2 else "jsb",
+                    f5_cells=CELLS if wt2 else ("rnn",),
+                    f3_task="wikitext2" if wt2 else "ptb_char",
+                    lm_k=[5, 10, 20, 40, 65] if full else [],
                     contraction=(20, 1000) if full else (20, 200),
                     e2_contraction=(20, 1000) if full else (10, 100))
 
@@ -285,7 +296,11 @@ class Trained:
         return {"test": self.test, "w_norms": np.array(self.w_norms), "c1_max": self.c1_max}
 
 
-def flat_weights(net: Net) -> torch.Tensor:
+def flat_weights(net: Net, recurrent_only: bool = False) -> torch.Tensor:
+    """F5's weight vector w: every parameter, or only :math:`W_{hh}` (the language models, our
+    choice: WikiText-2's embedding and softmax would add 43M numbers to every epoch's snapshot)."""
+    if recurrent_only:
+        return net.rnn.weight_hh_l0.detach().flatten().cpu()
     return torch.cat([p.detach().flatten() for p in net.parameters()])
 
 
@@ -448,15 +463,17 @@ def evaluate_lm(net: Net, ids: torch.Tensor, bptt: int, k: int | None = None,
 
 def train_lm(task: str, net: Net, cfg: TaskConfig, corpus: smd.Corpus, constraint: str | None,
              k: int | None = None, device: torch.device = torch.device("cpu"),
-             log_every: int = 50) -> Trained:
+             log_every: int = 50, snapshots: bool = False) -> Trained:
     """Truncated-BPTT (projected) SGD over the training stream, state carried between chunks;
-    ``‖W_hh‖₂`` is logged every ``log_every`` steps (E1). Metric: bpc (char) or ppl (words)."""
+    ``‖W_hh‖₂`` is logged every ``log_every`` steps (E1), :math:`W_{hh}` after every epoch if
+    ``snapshots`` (F5). Metric: bpc (char) or ppl (words)."""
     net.to(device)
     opt = torch.optim.SGD(net.parameters(), lr=cfg.lr)
     sched = Schedule(cfg.schedule, opt, lower_is_better=True)
     stream = batchify(corpus.ids["train"], cfg.batch).to(device)
     metric = smd.bpc if task == "ptb_char" else smd.ppl
     c1, norms, step = 0.0, [], 0
+    snaps = [flat_weights(net, recurrent_only=True)] if snapshots else []
     for epoch in range(cfg.epochs):
         state = None
         for x, y, ctx in lm_chunks(stream, cfg.bptt, k):
@@ -466,13 +483,16 @@ def train_lm(task: str, net: Net, cfg: TaskConfig, corpus: smd.Corpus, constrain
             step += 1
             if step % log_every == 0:
                 norms.append(net.W_hh_norm())
+        if snapshots:
+            snaps.append(flat_weights(net, recurrent_only=True))
         if cfg.schedule and sched.update(net, metric(*evaluate_lm(net, corpus.ids["valid"],
                                                                   cfg.bptt, k)), epoch):
             break
     sched.restore(net)
     norms.append(net.W_hh_norm())
     c1 = max(norms) if constraint == "spectral" else c1
-    return Trained(net, metric(*evaluate_lm(net, corpus.ids["test"], cfg.bptt, k)), norms, c1)
+    return Trained(net, metric(*evaluate_lm(net, corpus.ids["test"], cfg.bptt, k)), norms, c1,
+                   snaps)
 
 
 # ============================================================================ Fig. 3: gradient decay
@@ -615,6 +635,8 @@ def fit_key(S: Settings, task: str, cell: str, stable: bool, seed: int, kwargs: 
     """The cache name and configuration of one training run."""
     epochs, constraint = kwargs.get("epochs"), kwargs.get("constraint")
     cfg = S.configs[task] if epochs is None else replace(S.configs[task], epochs=epochs)
+    if kwargs.get("snapshots"):  # F5: a constant step size and no dropout, so that runs differ
+        cfg = replace(cfg, schedule=None, dropout=0.0)  # in k alone (our choice)
     fb = kwargs.get("forget_bias")
     return f"{task}-{cell}", {
         "task": task, "cell": cell, "k": kwargs.get("k"), "seed": seed,
@@ -640,7 +662,8 @@ def fit(cache, S: Settings, td: TaskData, cell: str, stable: bool, seed: int,
         torch.set_num_threads(threads or (2 if lm else 1))  # softmax-bound LM: 2 threads
         net = make_net(cell, cfg, td.n_in, td.n_out, fb, seed)
         if lm:
-            tr = train_lm(td.task, net, cfg, td.data, constraint, k, S.lm_device)
+            tr = train_lm(td.task, net, cfg, td.data, constraint, k, S.lm_device,
+                          snapshots=snapshots)
         else:
             tr = train_sequences(td.task, net, cfg, td.data, constraint, seed, k, snapshots)
         out = tr.summary() | {f"p.{n}": v.cpu().numpy() for n, v in net.state_dict().items()}
@@ -708,14 +731,14 @@ def job_cost(S: Settings, job: Job) -> float:
 
 def train_all(cache, S: Settings, progress=lambda it, **kw: it) -> None:
     """Every training run of the chapter at once, longest first (Table 1; on JSB also the
-    truncation sweep, E2's fork-style LSTM and F5), so that no worker idles between sections."""
+    truncation sweep and E2's fork-style LSTM; F5; the full profile's language-model truncations
+    of F4), so that no worker idles between sections."""
     jobs = [(t, c, s, seed, {}) for t in S.tasks for c, s in MODELS for seed in S.seeds]
     if "jsb" in S.tasks:
         seed = S.seeds[0]
         jobs += [("jsb", c, s, seed, {"k": k}) for c, s, k in truncation_jobs(S)] + c9_seed_jobs(S)
-        jobs += [("jsb", "lstm", True, seed, FORK_LSTM)] + [("jsb", "rnn", False, seed, w)
-                                                             for w in f5_runs(S)]
-    prefit(cache, S, jobs, S.workers, progress)
+        jobs += [("jsb", "lstm", True, seed, FORK_LSTM)]
+    prefit(cache, S, jobs + f5_jobs(S) + lm_truncation_jobs(S), S.workers, progress)
 
 
 def embedded_windows(net: Net, td: TaskData, n: int = 64, length: int = 128, seed: int = 0
@@ -861,8 +884,25 @@ def truncation_jobs(S: Settings) -> list[tuple[str, bool, int]]:
     return jobs + [("lstm", False, k) for k in sorted(set(S.f2_k) | {1, 2})]
 
 
-def f2_f4_figures(run, S: Settings, trunc: dict, res: dict) -> None:
-    """Draw F2 (NLL and ‖W‖₂ against k) and F4 (NLL against k, recurrent models dashed)."""
+def lm_truncation_jobs(S: Settings) -> list[Job]:
+    """F4's language-model panels (full profile, spec §4): the unstable RNN and LSTM of PTB
+    characters and WikiText-2, trained and tested with truncation k in ``S.lm_k``."""
+    return [(t, c, False, S.seeds[0], {"k": k}) for t in ("ptb_char", "wikitext2")
+            if t in S.tasks for c in CELLS for k in S.lm_k]
+
+
+def lm_truncation_sweep(cache, S: Settings, tds: dict[str, TaskData],
+                        progress=lambda it, **kw: it) -> dict[tuple[str, str, int], float]:
+    """The test metric of every run of :func:`lm_truncation_jobs`, keyed (task, cell, k)."""
+    jobs = lm_truncation_jobs(S)
+    prefit(cache, S, jobs, S.workers, progress)
+    return {(t, c, w["k"]): fit(cache, S, tds[t], c, s, seed, **w)[0]["test"]
+            for t, c, s, seed, w in jobs}
+
+
+def f2_f4_figures(run, S: Settings, trunc: dict, res: dict, lm: dict | None = None) -> None:
+    """Draw F2 (NLL and ‖W‖₂ against k) and F4 (test metric against k, recurrent models dashed:
+    JSB, and in the full profile the language models ``lm`` of :func:`lm_truncation_sweep`)."""
     from rnnbook import stable_models_plots as smp
     if not trunc:
         return
@@ -873,12 +913,17 @@ def f2_f4_figures(run, S: Settings, trunc: dict, res: dict) -> None:
     run.save_figure(smp.plot_f2(ks, nll, w), "F2", "The price of stability (§4.3): JSB test NLL of "
                     "the unstable and stable RNN (left) and $\\|W\\|_2$ of the unstable RNN (right) "
                     "against the training truncation $k$.")
-    curves = {"unstable RNN": nll["unstable RNN"],
-              "unstable LSTM": [trunc[("lstm", False, k)]["test"] for k in ks]}
-    full = {"unstable RNN": mean_test(res, "jsb", "rnn", False),
-            "unstable LSTM": mean_test(res, "jsb", "lstm", False)}
-    run.save_figure(smp.plot_f4(ks, curves, full), "F4", "As the paper's Fig. 4: JSB test NLL of models "
-                    "trained and tested with truncation $k$; dashed: the recurrent model (Table 1).")
+    name = {c: f"unstable {c.upper()}" for c in CELLS}
+    panels = [smp.F4Panel("JSB", "test NLL per frame (nats)", ks,
+                          {name[c]: [trunc[(c, False, k)]["test"] for k in ks] for c in CELLS},
+                          {name[c]: mean_test(res, "jsb", c, False) for c in CELLS})]
+    for t in sorted({t for t, _, _ in lm or {}}):
+        panels.append(smp.F4Panel(TASK_NAMES[t], f"test {METRIC[t]}", S.lm_k,
+                                  {name[c]: [lm[(t, c, k)] for k in S.lm_k] for c in CELLS},
+                                  {name[c]: mean_test(res, t, c, False) for c in CELLS}))
+    run.save_figure(smp.plot_f4(panels), "F4", "As the paper's Fig. 4: the test metric of models "
+                    "trained and tested with truncation $k$ (" + ", ".join(p.title for p in panels)
+                    + "); dashed: the recurrent model (Table 1).")
 
 
 def c9_seed_jobs(S: Settings) -> list[Job]:
@@ -962,17 +1007,18 @@ def e3_fork_lstm(cache, S: Settings, td: TaskData | None, trunc: dict, res: dict
 
 # ============================================================================ F3, C8, E2, F5
 def f3_gradients(run, S: Settings, td: TaskData | None, res: dict) -> dict:
-    """F3/C10: gradient decay of the unstable char RNN and LSTM; checks g(40)/g(1) < 1e-2 for both
-    and the LSTM's ratio above the RNN's at i = 20, 40."""
+    """F3/C10: gradient decay of the unstable RNN and LSTM of ``S.f3_task`` (``td``: its data;
+    PTB characters, full profile WikiText-2); checks g(40)/g(1) < 1e-2 for both and the LSTM's
+    ratio above the RNN's at i = 20, 40."""
     from rnnbook import stable_models_plots as smp
     if td is None:
-        return {"value": "ptb_char not in tasks", "passed": False, "verdict": "inconclusive"}
-    g = {f"unstable {c.upper()}": gradient_decay(res[("ptb_char", c, False)][0][1],
+        return {"value": f"{S.f3_task} not in tasks", "passed": False, "verdict": "inconclusive"}
+    g = {f"unstable {c.upper()}": gradient_decay(res[(td.task, c, False)][0][1],
                                                  td.data.ids["test"], seed=S.seeds[0])
          for c in CELLS}
     run.save_figure(smp.plot_f3(g), "F3", "As the paper's Fig. 3: mean gradient norm of the loss at "
-                    "the last step of 64 test windows (PTB characters) with respect to the embedded "
-                    "input $i$ steps back, unconstrained models, float64.")
+                    f"the last step of 64 test windows ({TASK_NAMES[td.task]}) with respect to the "
+                    "embedded input $i$ steps back, unconstrained models, float64.")
     ratio = {name: {i: float(v[i] / v[1]) for i in (20, 40)} for name, v in g.items()}
     r, l = ratio["unstable RNN"], ratio["unstable LSTM"]
     ok = r[40] < 1e-2 and l[40] < 1e-2 and l[20] > r[20] and l[40] > r[40]
@@ -1077,28 +1123,42 @@ def f5_runs(S: Settings) -> list[dict]:
     return [{"k": k, "epochs": S.f5_epochs, "snapshots": True} for k in S.f5_k + [S.f5_ref]]
 
 
+def f5_jobs(S: Settings) -> list[Job]:
+    """F5's training runs: the unconstrained models ``S.f5_cells`` of ``S.f5_task`` (JSB RNN;
+    full profile: WikiText-2 RNN and LSTM), one per truncation; none if the task is not run."""
+    if S.f5_task not in S.tasks:
+        return []
+    return [(S.f5_task, c, False, S.seeds[0], w) for c in S.f5_cells for w in f5_runs(S)]
+
+
 def f5_weight_gaps(run, S: Settings, td: TaskData | None) -> dict:
-    """F5/C12: JSB RNNs trained with truncation k and the reference k = 65 (same init and data
-    order); the final gap must decrease strictly in k and grow over the epochs."""
+    """F5/C12: models trained with truncation k and the reference k = ``S.f5_ref`` (same init and
+    data order; ``td``: the data of ``S.f5_task``); for every model the final gap must decrease
+    strictly in k and grow over the epochs."""
     from rnnbook import stable_models_plots as smp
     if td is None:
-        return {"value": "jsb not in tasks", "passed": False, "verdict": "inconclusive"}
-    kw = f5_runs(S)
-    prefit(run.cache, S, [("jsb", "rnn", False, S.seeds[0], w) for w in kw], S.workers,
-           run.progress)
-    snaps = {w["k"]: fit(run.cache, S, td, "rnn", False, S.seeds[0], **w)[0]["snapshots"]
-             for w in kw}
-    gaps = weight_gaps(snaps, S.f5_ref)
-    run.save_figure(smp.plot_f5(gaps, S.f5_ref), "F5", f"As the paper's Fig. 5: distance between the "
-                    f"weights of unconstrained JSB RNNs trained with truncation $k$ and with "
-                    f"$k = {S.f5_ref}$, same initialisation and chorale order, after each epoch; right: "
-                    "the same from epoch 1 on a log scale.")
-    final = [gaps[k][-1] for k in S.f5_k]
-    in_k = all(a > b for a, b in zip(final, final[1:]))
-    in_epochs = all(all(b >= a for a, b in zip(v, v[1:])) for v in gaps.values())
-    value = {f"final k={k}": gaps[k][-1] for k in S.f5_k} | {
-        f"largest drop over an epoch, k={k}": max(0.0, *(a - b for a, b in zip(v, v[1:])))
-        for k, v in gaps.items()}
+        return {"value": f"{S.f5_task} not in tasks", "passed": False, "verdict": "inconclusive"}
+    jobs = f5_jobs(S)
+    prefit(run.cache, S, jobs, S.workers, run.progress)
+    snaps: dict[str, dict[int, np.ndarray]] = {}
+    for t, c, s, seed, w in jobs:
+        snaps.setdefault(c, {})[w["k"]] = fit(run.cache, S, td, c, s, seed, **w)[0]["snapshots"]
+    gaps = {f"unstable {c.upper()}": weight_gaps(v, S.f5_ref) for c, v in snaps.items()}
+    what = "the weights" if td.task == "jsb" else "$W_{hh}$"
+    run.save_figure(smp.plot_f5(gaps, S.f5_ref), "F5", f"As the paper's Fig. 5: distance between "
+                    f"{what} of unconstrained {TASK_NAMES[td.task]} models "
+                    f"({', '.join(c.upper() for c in S.f5_cells)}) trained with truncation $k$ and "
+                    f"with $k = {S.f5_ref}$, same initialisation and data order, after each epoch; "
+                    "right: the same from epoch 1 on a log scale.")
+    value, in_k, in_epochs = {}, True, True
+    for name, by_k in gaps.items():
+        prefix = "" if len(gaps) == 1 else f"{name.split()[-1]} "
+        final = [by_k[k][-1] for k in S.f5_k]
+        in_k &= all(a > b for a, b in zip(final, final[1:]))
+        in_epochs &= all(all(b >= a for a, b in zip(v, v[1:])) for v in by_k.values())
+        value |= {f"{prefix}final k={k}": by_k[k][-1] for k in S.f5_k}
+        value |= {f"{prefix}largest drop over an epoch, k={k}":
+                  max(0.0, *(a - b for a, b in zip(v, v[1:]))) for k, v in by_k.items()}
     return {"value": value, "passed": bool(in_k and in_epochs),
             "verdict": None if in_k and in_epochs else "partly" if in_k or in_epochs
             else "not reproduced"}
