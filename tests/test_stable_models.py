@@ -226,13 +226,14 @@ def test_c9_rule(w2, w32, passed, verdict):
 def test_c9_rule_over_seeds(adv2, adv32, passed):
     S = st.resolve(**{**RESOLVE, "n_seeds": 3})
     assert len(st.c9_seed_jobs(S)) == 8  # two more seeds x {unstable, stable} x k in {2, 32}
-    runs = [{(s, k): {"test": 9.0 + (a if s else 0.0)} for s in (False, True)
-             for k, a in ((2, a2), (32, a32))} for a2, a32 in zip(adv2, adv32)]
-    trunc = {("rnn", s, k): {"w_norms": [1.0, w], **runs[0][(s, k)]} for s in (False, True)
-             for k, w in ((2, 3.4), (32, 2.4))}
+    runs = [{(s, k): {"test": 9.0 + (a if s else 0.0), "w_norms": [1.0, w]} for s in (False, True)
+             for k, a, w in ((2, a2, 3.4), (32, a32, 2.4))} for a2, a32 in zip(adv2, adv32)]
+    trunc = {("rnn", s, k): runs[0][(s, k)] for s in (False, True) for k in (2, 32)}
     c9 = st.c9_check(S, trunc, runs[1:])
     assert c9["passed"] == passed and c9["value"]["seeds"] == 3
     assert c9["verdict"] == (None if passed else "partly")
+    runs[2][(False, 32)]["w_norms"] = [1.0, 3.4]  # the norms are means over seeds
+    assert st.c9_check(S, trunc, runs[1:])["value"]["‖W‖₂ k=32"] == pytest.approx(2.4 + 1 / 3)
 
 
 @pytest.mark.parametrize(("nll", "passed"), [((9.0, 9.1, 9.05), True), ((9.0, 9.2, 9.05), False)])

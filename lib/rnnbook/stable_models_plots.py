@@ -63,6 +63,8 @@ def plot_f4(panels: list[F4Panel]):
             ax.plot(p.ks, v, "o-", color=f"C{i}", label=f"{name}, truncated")
             ax.axhline(p.recurrent[name], color=f"C{i}", ls="--", lw=1, label=f"{name}, recurrent")
         ax.set_xscale("log", base=2)
+        ax.set_xticks(p.ks, [str(k) for k in p.ks], minor=False)
+        ax.minorticks_off()
         ax.set_xlabel("truncation k")
         ax.set_ylabel(p.ylabel)
         if len(panels) > 1:
