@@ -1034,6 +1034,13 @@ def test_full_results_beside_quick(tmp_path):
         "commit": "abc", "hardware": {"summary": "NVIDIA H200"}}))
     text = rnnbook.run.full_results_html("demo", quick, tmp_path)
     assert "Full-profile results, made 2026-12-01 on NVIDIA H200, cuda in 90 min, commit abc" in text
+    (tmp_path / "demo" / "run.json").write_text(json.dumps({
+        "finished": "2026-12-01T10:00:00Z", "device": "cpu", "wall_seconds": 600, "commit": "abc",
+        "parameters": {"profile": "full", "device": "cpu", "d": [20, 50]}, "cached_at_start": 651,
+        "hardware": {"summary": "2 CPU cores"}}))
+    assert ("Full-profile results with d = [20, 50], made 2026-12-01 on 2 CPU cores, cpu in 10 min "
+            "in its last process, resumed from 651 cached results, commit abc"
+            in rnnbook.run.full_results_html("demo", quick, tmp_path))
     assert "<td>C1</td><td>0.123</td><td>reproduced</td><td>0.5</td><td>not reproduced</td><td>✗</td>" in text
     assert "<td>C2</td><td>2</td><td>partly</td><td></td><td></td><td></td>" in text
 
@@ -1042,8 +1049,10 @@ def test_run_record(tmp_path):
     chapter = paths.chapters()[0]
     started = __import__("datetime").datetime(2026, 1, 2, 3, 4, 5)
     found = [claims_mod.Claim("C1", "s", "src", 1, "t", "reproduced", True)]
-    r = execute.run_record(chapter, {"profile": "full", "device": "cpu", "n": 3}, started, 61.23, found)
+    r = execute.run_record(chapter, {"profile": "full", "device": "cpu", "n": 3}, started, 61.23, found,
+                           cached_at_start=5)
     assert r["chapter"] == chapter and r["profile"] == "full" and r["device"] == "cpu"
+    assert r["cached_at_start"] == 5
     assert r["parameters"]["n"] == 3 and r["wall_seconds"] == 61.2
     assert r["started"] == "2026-01-02T03:04:05Z" and r["claims"] == {"total": 1, "passed": 1}
     assert r["versions"]["torch"] == torch.__version__.split("+")[0] or r["versions"]["torch"]

@@ -84,6 +84,7 @@ def execute_chapter(chapter: str, parameters: dict[str, Any] | None = None,
                               "code_version": code_version(chapter), "parameters": parameters}
     (root / chapter).mkdir(parents=True, exist_ok=True)
     (root / chapter / RUN_RECORD).unlink(missing_ok=True)
+    reused = len(list((root / chapter / "cache").glob("*.json")))  # a resumed run's finished work
     started = datetime.datetime.now(datetime.timezone.utc)
     t0 = time.perf_counter()
     with _env(RNNBOOK_RESULTS=str(root), RNNBOOK_QUIET="1" if quiet else "0"):
@@ -91,7 +92,7 @@ def execute_chapter(chapter: str, parameters: dict[str, Any] | None = None,
                                    kernel_name="python3", progress_bar=not quiet,
                                    stderr_file=None if quiet else sys.stderr)
     found = claims.load(root / chapter / "claims.json")
-    record = run_record(chapter, parameters, started, time.perf_counter() - t0, found)
+    record = run_record(chapter, parameters, started, time.perf_counter() - t0, found, reused)
     claims.atomic_write(root / chapter / RUN_RECORD, json.dumps(record, indent=2).encode())
     return found, out
 
@@ -179,8 +180,11 @@ def hardware() -> dict[str, Any]:
 
 
 def run_record(chapter: str, parameters: dict[str, Any], started: datetime.datetime,
-               wall_seconds: float, found: list[claims.Claim]) -> dict[str, Any]:
-    """Where, when and with what a chapter run was made (``run.json``)."""
+               wall_seconds: float, found: list[claims.Claim], cached_at_start: int = 0
+               ) -> dict[str, Any]:
+    """Where, when and with what a chapter run was made (``run.json``); ``wall_seconds`` is this
+    process's time, which for a resumed run (``cached_at_start`` results already in its cache)
+    leaves out the earlier processes' work."""
     import platform
     from importlib import metadata
 
@@ -199,7 +203,7 @@ def run_record(chapter: str, parameters: dict[str, Any], started: datetime.datet
             "source_sha256": source_hash(chapter),
             "started": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "finished": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "wall_seconds": round(wall_seconds, 1),
+            "wall_seconds": round(wall_seconds, 1), "cached_at_start": cached_at_start,
             "claims": {"total": len(found), "passed": sum(c.passed for c in found)}}
 
 

@@ -147,8 +147,16 @@ def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULT
     full = {c.id: c for c in load(folder / "claims.json")}
     where = ", ".join(str(x) for x in (record.get("hardware", {}).get("summary"),
                                        record.get("device")) if x)
-    label = (f"Full-profile results, made {record.get('finished', '?')[:10]} on {where or '?'} "
-             f"in {record.get('wall_seconds', 0) / 60:.0f} min, commit {record.get('commit', '?')}")
+    given = {k: v for k, v in record.get("parameters", {}).items()
+             if k not in ("profile", "device", "results_dir")}
+    minutes = f"{record.get('wall_seconds', 0) / 60:.0f} min"
+    if record.get("cached_at_start"):  # resumed: the time is the last process's only
+        minutes = (f"{minutes} in its last process, resumed from {record['cached_at_start']} "
+                   "cached results")
+    label = (f"Full-profile results"
+             + (" with " + ", ".join(f"{k} = {v}" for k, v in given.items()) if given else "")
+             + f", made {record.get('finished', '?')[:10]} on {where or '?'} in {minutes}, "
+             f"commit {record.get('commit', '?')}")
     head = "".join(f"<th>{h}</th>" for h in ("id", "quick value", "quick verdict", "full value",
                                              "full verdict", "full check"))
     rows = []
