@@ -342,11 +342,14 @@ def plot_f12(fit: dict, acf: np.ndarray, jac: dict[str, np.ndarray], T: np.ndarr
     axs[0].set_ylabel(r"$E[x_tx_{t-\Delta}]$ ($\Delta\geq1$)")
     axs[0].set_title("(A) substitute inputs")
     axs[0].legend(fontsize=9)
-    for i in range(len(jac["T_max"])):
+    t_maxs, sigmas = (list(dict.fromkeys(jac[k])) for k in ("T_max", "sigma_h"))
+    for i in range(len(jac["T_max"])):  # colour: T_max; marker: sigma_h (no colour repeats)
         lab = fr"$T_{{max}}$={jac['T_max'][i]:g}, $\sigma_h$={jac['sigma_h'][i]:g}"
         st = np.arange(1, jac["diag"].shape[1] + 1)
-        axs[1].semilogy(st, jac["diag"][i], color=f"C{i}", label=lab)
-        axs[1].semilogy(st, np.clip(jac["off"][i], 1e-30, None), "--", color=f"C{i}")
+        style = dict(color=f"C{t_maxs.index(jac['T_max'][i])}", markevery=8, ms=5,
+                     marker="osv^D"[sigmas.index(jac["sigma_h"][i]) % 5])
+        axs[1].semilogy(st, jac["diag"][i], label=lab, **style)
+        axs[1].semilogy(st, np.clip(jac["off"][i], 1e-30, None), "--", **style)
     axs[1].set_ylim(1e-12, 2)
     axs[1].set_xlabel(r"$\Delta t$")
     axs[1].set_ylabel(r"mean $|\partial h_{\Delta t}/\partial h_0|$")
