@@ -14,18 +14,19 @@ def plot_f2(ks: list[int], nll: dict[str, list[float]], w_norm: list[float]):
     """F2 (§4.3): JSB test NLL of the unstable and stable RNN and the unstable RNN's
     :math:`\\|W\\|_2` against the training truncation k."""
     import matplotlib.pyplot as plt
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.6))
     for name, v in nll.items():
         a.plot(ks, v, "o-", label=name)
-    a.set_xscale("log", base=2)
-    a.set_xlabel("training truncation k")
     a.set_ylabel("test NLL per frame (nats)")
     a.legend()
     b.plot(ks, w_norm, "o-", color="C0")
     b.axhline(1, color="0.6", ls="--", lw=1)
-    b.set_xscale("log", base=2)
-    b.set_xlabel("training truncation k")
     b.set_ylabel(r"$\|W\|_2$ of the unstable RNN")
+    for ax in (a, b):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ks, [str(k) for k in ks])
+        ax.minorticks_off()
+        ax.set_xlabel("training truncation k")
     return fig
 
 
