@@ -504,7 +504,7 @@ def test_cache_sidecar(tmp_path):
     c.put("x", {"a": np.float32(0.5), "b": [1, 2]}, {"v": 1})
     side = json.loads(c.path("x", {"a": 0.5, "b": [1, 2]}).with_suffix(".json").read_text())
     assert side == {"name": "x", "config": {"a": 0.5, "b": [1, 2]},
-                    "code_version": paths.code_version()}
+                    "code_version": paths.results_version()}
 
 
 def test_changed_config_misses(tmp_path):
@@ -851,7 +851,7 @@ def test_code_version():
     v = paths.code_version()
     assert re.fullmatch(r"[0-9a-f]{16}", v)
     assert paths.code_version() == v
-    assert cache_mod.code_version() == v
+    assert cache_mod.results_version() == paths.results_version() != v
     assert paths.LIB_DIR == Path(rnnbook.__file__).resolve().parent
 
 
@@ -864,6 +864,20 @@ def test_chapter_code_version_leaves_out_the_other_chapters():
         assert not any(f.startswith(o) for o in paths.chapters() if o != c for f in files)
     assert "stable_models_train.py" in names["stable_models"]
     assert len({paths.code_version(c) for c in paths.chapters()}) == len(names)
+
+
+def test_results_version_leaves_out_presentation_only():
+    """A fix to how results are shown keeps a chapter's results cache; code that computes does not."""
+    for c in paths.chapters():
+        code = {p.name for p in paths.version_files(c)}
+        results = {p.name for p in paths.version_files(c, results=True)}
+        assert code - results == {n for n in code if n in paths.PRESENTATION
+                                  or n.endswith("_plots.py")}
+        assert {"execute.py", "display.py", "figures.py"} <= code - results
+        assert {"cache.py", "params.py", "run.py", "claims.py"} <= results
+        assert any(n.startswith(c) for n in results)
+        assert paths.results_version(c) != paths.code_version(c)
+        assert rnnbook.setup(c, results_dir="/nonexistent").cache.code == paths.results_version(c)
 
 
 def test_chapter_source_unknown():
@@ -1018,10 +1032,10 @@ def _claims(path: Path, *items) -> None:
 
 
 def test_full_results_absent_says_how_to_make_them(tmp_path):
-    text = rnnbook.run.full_results_html("demo", [], tmp_path)
+    text = rnnbook.display.full_results_html("demo", [], tmp_path)
     assert "No full-profile results" in text and "make full DEVICE=cuda" in text
     _claims(tmp_path / "demo" / "claims.json")  # an interrupted run: no run record
-    assert "No full-profile results" in rnnbook.run.full_results_html("demo", [], tmp_path)
+    assert "No full-profile results" in rnnbook.display.full_results_html("demo", [], tmp_path)
 
 
 def test_full_results_beside_quick(tmp_path):
@@ -1032,7 +1046,7 @@ def test_full_results_beside_quick(tmp_path):
     (tmp_path / "demo" / "run.json").write_text(json.dumps({
         "finished": "2026-12-01T10:00:00Z", "device": "cuda", "wall_seconds": 5400,
         "commit": "abc", "hardware": {"summary": "NVIDIA H200"}}))
-    text = rnnbook.run.full_results_html("demo", quick, tmp_path)
+    text = rnnbook.display.full_results_html("demo", quick, tmp_path)
     assert "Full-profile results, made 2026-12-01 on NVIDIA H200, cuda in 90 min, commit abc" in text
     (tmp_path / "demo" / "run.json").write_text(json.dumps({
         "finished": "2026-12-01T10:00:00Z", "device": "cpu", "wall_seconds": 600, "commit": "abc",
@@ -1040,7 +1054,7 @@ def test_full_results_beside_quick(tmp_path):
         "hardware": {"summary": "2 CPU cores"}}))
     assert ("Full-profile results with d = [20, 50], made 2026-12-01 on 2 CPU cores, cpu in 10 min "
             "in its last process, resumed from 651 cached results, commit abc"
-            in rnnbook.run.full_results_html("demo", quick, tmp_path))
+            in rnnbook.display.full_results_html("demo", quick, tmp_path))
     assert "<td>C1</td><td>0.123</td><td>reproduced</td><td>0.5</td><td>not reproduced</td><td>✗</td>" in text
     assert "<td>C2</td><td>2</td><td>partly</td><td></td><td></td><td></td>" in text
 
@@ -1057,6 +1071,7 @@ def test_run_record(tmp_path):
     assert r["started"] == "2026-01-02T03:04:05Z" and r["claims"] == {"total": 1, "passed": 1}
     assert r["versions"]["torch"] == torch.__version__.split("+")[0] or r["versions"]["torch"]
     assert r["versions"]["rnnbook_code"] == paths.code_version(chapter)
+    assert r["versions"]["rnnbook_results"] == paths.results_version(chapter)
     assert r["hardware"]["cpu_count"] and r["hardware"]["summary"]
     assert r["source_sha256"] == execute.source_hash(chapter)
     json.dumps(r)

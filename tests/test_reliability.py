@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from rnnbook import execute
-from rnnbook.paths import code_version
+from rnnbook.paths import results_version
 
 # A real chapter, end to end, at reduced size (about 35 s of CPU each): the extrapolation chapter
 # with one teacher, a small student, short training and a small GRU. Its claims need not pass at
@@ -81,7 +81,7 @@ SWEEP = textwrap.dedent("""
 
 def sweep(cache_dir, log, delay=0.0) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", SWEEP, str(cache_dir), str(log), str(delay),
-                             code_version()])
+                             results_version()])
 
 
 def entries(cache_dir) -> list:

@@ -1,9 +1,9 @@
 """Results cache for long computations (all chapters).
 
-An entry is keyed by a hash of its name, its configuration and the code version
-(:func:`rnnbook.paths.code_version`; a chapter's own in a chapter's cache), so a change to either
-is a miss, never a stale hit. Entries are ``.npz`` files of plain arrays (loaded with ``allow_pickle=False``) written atomically, with a JSON
-sidecar of the configuration for humans. A sweep cached entry by entry resumes where it stopped.
+An entry is keyed by a hash of its name, its configuration and the results version
+(:func:`rnnbook.paths.results_version`; a chapter's own in a chapter's cache), so a change to
+either is a miss, never a stale hit. Entries are ``.npz`` files of plain arrays (loaded with
+``allow_pickle=False``) written atomically, with a JSON sidecar of the configuration for humans. A sweep cached entry by entry resumes where it stopped.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from rnnbook.claims import atomic_write, to_json
-from rnnbook.paths import code_version
+from rnnbook.paths import results_version
 
 Result = dict[str, Any]
 
@@ -26,9 +26,10 @@ class Cache:
     """A directory of cached results."""
 
     def __init__(self, directory: Path, code: str | None = None):
-        """``code``: the code version the entries are keyed by (default: the whole library's)."""
+        """``code``: the version the entries are keyed by (default: the whole library's results
+        version)."""
         self.directory = Path(directory)
-        self.code = code or code_version()
+        self.code = code or results_version()
         self.hits = 0
         self.misses = 0
 

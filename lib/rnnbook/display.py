@@ -1,12 +1,15 @@
-"""Showing code and tables in a chapter (all chapters)."""
+"""Showing code and tables in a chapter, and the committed full-profile results beside a quick
+run's (all chapters)."""
 from __future__ import annotations
 
 import html
 import inspect
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from rnnbook.claims import format_value
+from rnnbook.claims import Claim, format_value
+from rnnbook.paths import FULL_RESULTS_DIR
 
 
 def show_code(*objects: Any) -> None:
@@ -42,3 +45,47 @@ class Table:
 def table(records: Sequence[Mapping[str, Any]]) -> Table:
     """A table of ``records`` (one dict per row) for display."""
     return Table(records)
+
+
+def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULTS_DIR) -> str:
+    """The committed full-profile claims of ``chapter`` (``<root>/<chapter>/claims.json`` with the
+    run record ``run.json`` of a finished run) beside this run's ``quick`` ones, labelled with where
+    and when they were made; or a short note saying that none are committed and how to make them."""
+    import json
+
+    from rnnbook.claims import load
+
+    folder = root / chapter
+    if not (folder / "claims.json").exists() or not (folder / "run.json").exists():
+        return ('<p class="rnnbook-full-results">No full-profile results of this chapter are '
+                "committed yet: make them on a GPU machine with <code>make full DEVICE=cuda</code> "
+                f"(or <code>python -m rnnbook run {chapter} --profile full --device cuda "
+                "--results-dir data/results/full</code>) and commit "
+                f"<code>data/results/full/{chapter}/</code>.</p>")
+    record = json.loads((folder / "run.json").read_text())
+    full = {c.id: c for c in load(folder / "claims.json")}
+    where = ", ".join(str(x) for x in (record.get("hardware", {}).get("summary"),
+                                       record.get("device")) if x)
+    given = {k: v for k, v in record.get("parameters", {}).items()
+             if k not in ("profile", "device", "results_dir")}
+    minutes = f"{record.get('wall_seconds', 0) / 60:.0f} min"
+    if record.get("cached_at_start"):  # resumed: the time is the last process's only
+        minutes = (f"{minutes} in its last process, resumed from {record['cached_at_start']} "
+                   "cached results")
+    label = (f"Full-profile results"
+             + (" with " + ", ".join(f"{k} = {v}" for k, v in given.items()) if given else "")
+             + f", made {record.get('finished', '?')[:10]} on {where or '?'} in {minutes}, "
+             f"commit {record.get('commit', '?')}")
+    head = "".join(f"<th>{h}</th>" for h in ("id", "quick value", "quick verdict", "full value",
+                                             "full verdict", "full check"))
+    rows = []
+    for cid in list(dict.fromkeys([c.id for c in quick] + list(full))):
+        q = next((c for c in quick if c.id == cid), None)
+        f = full.get(cid)
+        cells = [cid, format_value(q.value) if q else "", q.verdict if q else "",
+                 format_value(f.value) if f else "", f.verdict if f else "",
+                 ("✓" if f.passed else "✗") if f else ""]
+        rows.append("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in cells) + "</tr>")
+    return (f'<div class="claims-table rnnbook-full-results"><p><strong>{html.escape(label)}'
+            f'</strong></p><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}'
+            "</tbody></table></div>")

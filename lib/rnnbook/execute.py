@@ -31,7 +31,7 @@ import yaml
 
 from rnnbook import claims
 from rnnbook.paths import (BOOK_ROOT, BUILD_DIR, CHAPTERS_DIR, FULL_RESULTS_DIR, chapters, code_version,
-                           default_results_dir, git_commit)
+                           default_results_dir, git_commit, results_version)
 
 EXECUTED_DIR = BUILD_DIR / "executed"  # executions of default parameters the book may reuse
 BOOK_CACHE = BUILD_DIR / ".jupyter_cache"
@@ -190,7 +190,8 @@ def run_record(chapter: str, parameters: dict[str, Any], started: datetime.datet
 
     import torch
 
-    versions = {"python": platform.python_version(), "rnnbook_code": code_version(chapter)}
+    versions = {"python": platform.python_version(), "rnnbook_code": code_version(chapter),
+                "rnnbook_results": results_version(chapter)}
     for package in ("torch", "numpy", "scipy", "matplotlib", "papermill"):
         with contextlib.suppress(metadata.PackageNotFoundError):
             versions[package] = metadata.version(package)

@@ -23,24 +23,43 @@ def default_results_dir(profile: str) -> Path:
     return Path(env) if env else BUILD_DIR / "results" / profile
 
 
-def version_files(chapter: str | None = None) -> list[Path]:
-    """The library files a code version hashes: all of them, or, for ``chapter``, all but the other
-    chapters' own modules (``<other chapter>*.py``)."""
+# Modules that only present results (pages, tables, figures, the command line): no cached value
+# is computed by them, so the results version leaves them out, as it does every ``*_plots.py``.
+PRESENTATION = ("__main__.py", "bench.py", "display.py", "execute.py", "figures.py")
+
+
+def version_files(chapter: str | None = None, results: bool = False) -> list[Path]:
+    """The library files a version hashes: all of them, or, for ``chapter``, all but the other
+    chapters' own modules (``<other chapter>*.py``); with ``results``, also without the
+    presentation modules (:data:`PRESENTATION`, ``*_plots.py``)."""
     others = tuple(c for c in chapters() if c != chapter) if chapter else ()
     return sorted(p for p in LIB_DIR.rglob("*.py") if ".ipynb_checkpoints" not in p.parts
-                  and not (others and p.name.startswith(others)))
+                  and not (others and p.name.startswith(others))
+                  and not (results and (p.name in PRESENTATION or p.name.endswith("_plots.py"))))
+
+
+def _hash(files: list[Path]) -> str:
+    h = hashlib.sha256()
+    for path in files:
+        h.update(path.relative_to(LIB_DIR).as_posix().encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
 
 
 @cache
 def code_version(chapter: str | None = None) -> str:
-    """A hash of the library's source: a cache entry made by other code is never served. A
-    chapter's version leaves out the other chapters' modules, so editing one chapter's code does
-    not invalidate the results (and executions) of the others."""
-    h = hashlib.sha256()
-    for path in version_files(chapter):
-        h.update(path.relative_to(LIB_DIR).as_posix().encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()[:16]
+    """A hash of the library's source, which decides whether an execution of a chapter may be
+    reused by the book. A chapter's version leaves out the other chapters' modules, so editing one
+    chapter's code does not invalidate the executions (and results) of the others."""
+    return _hash(version_files(chapter))
+
+
+@cache
+def results_version(chapter: str | None = None) -> str:
+    """The version a results cache is keyed by: :func:`code_version` without the presentation
+    modules, so that a fix to how results are shown does not throw away hours of finished runs,
+    while any change to code that computes them is a miss, never a stale hit."""
+    return _hash(version_files(chapter, results=True))
 
 
 FULL_RESULTS_DIR = BOOK_ROOT / "data" / "results" / "full"  # committed full-profile results

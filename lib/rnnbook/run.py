@@ -22,8 +22,9 @@ from tqdm.std import tqdm
 from rnnbook import params
 from rnnbook.cache import Cache
 from rnnbook.claims import Claim, Claims
+from rnnbook.display import full_results_html
 from rnnbook.figures import provenance, save_figure, use_style
-from rnnbook.paths import FULL_RESULTS_DIR, code_version, default_results_dir
+from rnnbook.paths import code_version, default_results_dir, results_version
 
 T = TypeVar("T")
 
@@ -45,7 +46,7 @@ class Run:
 
     def __post_init__(self) -> None:
         self.claims = Claims(self.dir / "claims.json")
-        self.cache = Cache(self.dir / "cache", code_version(self.chapter))
+        self.cache = Cache(self.dir / "cache", results_version(self.chapter))
 
     def pick(self, quick: T, full: T) -> T:
         """The value for this run's profile."""
@@ -124,49 +125,3 @@ def setup(chapter: str, profile: str = "quick", device: str = "auto", seed: int 
     plain_numpy_scalars()
     root = Path(results_dir) if results_dir is not None else default_results_dir(profile)
     return Run(chapter, profile, dev, seed, root.expanduser().resolve() / chapter)
-
-
-
-def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULTS_DIR) -> str:
-    """The committed full-profile claims of ``chapter`` (``<root>/<chapter>/claims.json`` with the
-    run record ``run.json`` of a finished run) beside this run's ``quick`` ones, labelled with where
-    and when they were made; or a short note saying that none are committed and how to make them."""
-    import html
-    import json
-
-    from rnnbook.claims import format_value, load
-
-    folder = root / chapter
-    if not (folder / "claims.json").exists() or not (folder / "run.json").exists():
-        return ('<p class="rnnbook-full-results">No full-profile results of this chapter are '
-                "committed yet: make them on a GPU machine with <code>make full DEVICE=cuda</code> "
-                f"(or <code>python -m rnnbook run {chapter} --profile full --device cuda "
-                "--results-dir data/results/full</code>) and commit "
-                f"<code>data/results/full/{chapter}/</code>.</p>")
-    record = json.loads((folder / "run.json").read_text())
-    full = {c.id: c for c in load(folder / "claims.json")}
-    where = ", ".join(str(x) for x in (record.get("hardware", {}).get("summary"),
-                                       record.get("device")) if x)
-    given = {k: v for k, v in record.get("parameters", {}).items()
-             if k not in ("profile", "device", "results_dir")}
-    minutes = f"{record.get('wall_seconds', 0) / 60:.0f} min"
-    if record.get("cached_at_start"):  # resumed: the time is the last process's only
-        minutes = (f"{minutes} in its last process, resumed from {record['cached_at_start']} "
-                   "cached results")
-    label = (f"Full-profile results"
-             + (" with " + ", ".join(f"{k} = {v}" for k, v in given.items()) if given else "")
-             + f", made {record.get('finished', '?')[:10]} on {where or '?'} in {minutes}, "
-             f"commit {record.get('commit', '?')}")
-    head = "".join(f"<th>{h}</th>" for h in ("id", "quick value", "quick verdict", "full value",
-                                             "full verdict", "full check"))
-    rows = []
-    for cid in list(dict.fromkeys([c.id for c in quick] + list(full))):
-        q = next((c for c in quick if c.id == cid), None)
-        f = full.get(cid)
-        cells = [cid, format_value(q.value) if q else "", q.verdict if q else "",
-                 format_value(f.value) if f else "", f.verdict if f else "",
-                 ("✓" if f.passed else "✗") if f else ""]
-        rows.append("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in cells) + "</tr>")
-    return (f'<div class="claims-table rnnbook-full-results"><p><strong>{html.escape(label)}'
-            f'</strong></p><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}'
-            "</tbody></table></div>")
