@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import rnnbook.extrapolation as ex
+import rnnbook.extrapolation_plots as explots
 from rnnbook import ParameterError
 
 
@@ -139,5 +140,5 @@ def test_resolve_derives_teacher_and_k_from_d_hat():
 def test_plot_prop3_short_student_horizon():
     # a student horizon q = 20 shorter than the plot's 21 taps (rerun with -p horizon_q 20)
     lam, w = ex.TEACHERS[2]
-    fig = ex.plot_prop3(lam, w, 6, np.zeros(20))
+    fig = explots.plot_prop3(lam, w, 6, np.zeros(20))
     assert len(fig.axes[0].lines[0].get_xdata()) == 20

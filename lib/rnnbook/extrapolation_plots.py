@@ -1,0 +1,147 @@
+"""Figures of the extrapolation chapter (Cohen-Karlik et al. 2023): F1–F6, E1.
+
+Named functions returning a matplotlib Figure; the computations they draw live in
+:mod:`rnnbook.extrapolation`.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from rnnbook import extrapolation as ex
+
+EPS_CLIP = 1e3  # plots clip eps here; the stored values are the true ones
+
+
+def plot_transition(rows: Sequence[dict], gate: float, title: str, tol: float):
+    """F1/F2: median eps_q (log) against k, min-max bars over seeds, one curve per (d_hat, d); a
+    dashed line at k = 2 d_hat; hollow markers where some seed did not reach the loss gate; C1's
+    two lines: 0.1 (below 2 d_hat, dotted) and the tolerance ``tol`` (above, dash-dot)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.2, 4.4))
+    groups = sorted({(r["d_hat"], r["d"]) for r in rows})
+    for i, (dh, d) in enumerate(groups):
+        color = f"C{i % 8}"
+        sub = ex.select(rows, d_hat=dh, d=d)
+        ks = sorted({r["k"] for r in sub})
+        eps = [np.clip([r["eps"] for r in sub if r["k"] == k], 1e-6, EPS_CLIP) for k in ks]
+        med = np.array([np.median(e) for e in eps])
+        lo, hi = med - [e.min() for e in eps], [e.max() for e in eps] - med
+        label = f"$\\hat d={dh}$" + (f", $d={d}$" if len({g[1] for g in groups}) > 1 else "")
+        ax.errorbar(ks, med, yerr=[lo, hi], color=color, capsize=3, label=label)
+        done = np.array([all(ex.converged(r, gate) for r in sub if r["k"] == k) for k in ks])
+        ax.scatter(np.array(ks)[done], med[done], color=color, zorder=3)
+        ax.scatter(np.array(ks)[~done], med[~done], facecolors="white", edgecolors=color, zorder=3)
+        ax.axvline(2 * dh, color=color, ls="--", lw=1)
+    ax.set(yscale="log", xlabel="training length $k$", ylabel=r"extrapolation error $\epsilon_q$",
+           title=title)
+    ax.axhline(0.1, color="grey", lw=0.8, ls=":")
+    ax.axhline(tol, color="grey", lw=0.8, ls="-.")
+    ax.legend(ncols=2)
+    return fig
+
+
+def plot_prop3(lam: Sequence[float], w: Sequence[float], k: int, h_gd: np.ndarray | None,
+               alpha: float = 1.0, n: int = 21):
+    """F6: impulse responses of the teacher, a GD student (if one was trained at this k) and the
+    Prop. 3 construction, over the first ``n`` taps (fewer if the student's horizon is shorter)."""
+    import matplotlib.pyplot as plt
+
+    n = min(n, len(h_gd)) if h_gd is not None else n
+    A, B, C, _ = ex.prop3_student(lam, w, k, alpha)
+    h3 = ex.impulse_response(A[None], B[None], C[None], n)[0].numpy()
+    fig, ax = plt.subplots()
+    j = np.arange(n)
+    ax.plot(j, ex.teacher_impulse(lam, w, n).numpy(), "k-", label="teacher $\\hat h_j$")
+    if h_gd is not None:
+        ax.plot(j, h_gd[:n], "o", mfc="none", ms=9, label="GD student")
+    ax.plot(j, h3, "s-", ms=4, label=f"Prop. 3 construction ($\\alpha={alpha:g}$)")
+    ax.axvline(k, color="grey", ls="--", lw=1)
+    ax.set(xlabel="$j$ (dashed: $j = k$)", ylabel="impulse response $h_j$", xticks=j[::2])
+    ax.legend()
+    return fig
+
+
+def plot_convergence(rows: Sequence[dict], example: dict):
+    """F4: (a) final L against eps for runs with k > 2 d_hat; (b) L(t) and eps(t) of one run."""
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4.4))
+    for i, variant in enumerate(sorted({r["variant"] for r in rows})):
+        sub = ex.select(rows, variant=variant)
+        a.scatter([r["loss"] for r in sub], [r["eps"] for r in sub], color=f"C{i}",
+                  label=ex.VARIANTS[variant], alpha=0.8)
+    a.set(xscale="log", yscale="log", xlabel="final loss $L$", ylabel=r"$\epsilon_q$ at the end",
+          title="(a) runs with $k>2\\hat d$")
+    a.legend()
+    b.plot(example["ck_steps"], example["ck_loss"], "o-", label="loss $L$")
+    b.plot(example["ck_steps"], example["ck_eps"], "s-", label=r"$\epsilon_q$")
+    b.set(xscale="log", yscale="log", xlabel="GD step", ylabel="value at checkpoint",
+          title=f"(b) $\\hat d={example['d_hat']}$, $k={example['k']}$, {ex.VARIANTS[example['variant']]}")
+    b.legend()
+    return fig
+
+
+def plot_imbalance(check: dict):
+    """F5: median final imbalance against init scale sigma, with a slope-2 guide."""
+    import matplotlib.pyplot as plt
+
+    s = np.array(sorted(check["median_imbalance"]))
+    m = np.array([check["median_imbalance"][x] for x in s])
+    fig, ax = plt.subplots()
+    ax.plot(s, m, "o-", label="median over runs")
+    ax.plot(s, m[-1] * (s / s[-1]) ** 2, "k--", lw=1, label="slope 2")
+    ax.set(xscale="log", yscale="log", xlabel=r"init scale $\sigma$",
+           ylabel=r"$\|B-C^\top\|/\|B\|$ at the end")
+    ax.legend()
+    return fig
+
+
+def plot_spectra(rows: Sequence[dict], lam: Sequence[float], w: Sequence[float]):
+    """E1: atoms and weights of learned students (stem plots) against the teacher's."""
+    import matplotlib.pyplot as plt
+
+    ncols = min(len(rows), 2)
+    nrows = math.ceil(len(rows) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.8 * ncols, 3.8 * nrows), sharey=True, squeeze=False)
+    axes = axes.ravel()
+    for ax in axes[len(rows):]:
+        ax.remove()
+    for ax, r in zip(axes, rows):
+        mu, wts = ex.spectrum(r["A"], r["B"], r["C"])
+        ax.stem(mu, wts, linefmt="C1-", markerfmt="C1s", basefmt=" ", label="student")
+        t = ax.stem(lam, w, linefmt="k:", markerfmt="ko", basefmt=" ", label="teacher")
+        t.markerline.set(markerfacecolor="none", markersize=11)
+        ax.set(title=f"$k={r['k']}$", xlabel=r"atom $\mu_i$")
+    for ax in axes[::ncols]:
+        ax.set_ylabel("weight $w_i$")
+    axes[0].legend()
+    return fig
+
+
+def plot_gru(res: dict[str, np.ndarray]):
+    """F3: GRU rel-MSE (L = 20, 40) and beyond-window rel-MSE against k: medians, per-seed dots and
+    the reference of a student that copies k taps and is then silent."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.4))
+    ks = np.unique(res["k"])
+    for ax, kind in zip(axes, ("rel_mse", "beyond")):
+        for i, L in enumerate(ex.GRU_LENGTHS):
+            y = res[f"{kind}_{L}"]
+            ax.scatter(res["k"] + 0.1 * (i - 0.5), y, s=12, color=f"C{i}", alpha=0.5)
+            ax.plot(ks, [np.median(y[res["k"] == k]) for k in ks], "o-", color=f"C{i}",
+                    label=f"$L={L}$")
+            if kind == "rel_mse":
+                ax.plot(ks, [res[f"ref_{L}"][res["k"] == k][0] for k in ks], ":", color=f"C{i}",
+                        label=f"silent beyond $k$, $L={L}$")
+        ax.set(yscale="log", xlabel="training length $k$")
+    axes[0].set(ylabel="relative MSE", title="(a) test rel-MSE")
+    axes[1].set(title="(b) beyond the training window", ylabel="beyond-window relative MSE")
+    axes[1].axhline(1, color="grey", lw=0.8)
+    axes[0].legend(fontsize=9)
+    axes[1].legend(fontsize=9)
+    return fig
