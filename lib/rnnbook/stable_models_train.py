@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
@@ -721,6 +721,14 @@ def prefit(cache, S: Settings, jobs: list[Job], workers: int = 2,
                    progress)
 
 
+def fit_jobs(cache, S: Settings, tds: Mapping[str, TaskData], jobs: list[Job],
+             progress=lambda it, **kw: it) -> list[tuple[dict, Net]]:
+    """Train ``jobs`` in the workers (:func:`prefit`), then load each as :func:`fit` returns it
+    (summary, net), in the order of ``jobs``; ``tds``: the data of every task the jobs train."""
+    prefit(cache, S, jobs, S.workers, progress)
+    return [fit(cache, S, tds[t], c, s, seed, **w) for t, c, s, seed, w in jobs]
+
+
 def job_cost(S: Settings, job: Job) -> float:
     """A rough relative CPU cost of a training job, to start the longest first."""
     task, cell, stable, seed, kwargs = job
@@ -776,11 +784,10 @@ FORK_LSTM = {"constraint": "col_fork", "forget_bias": 10.0}  # the fork's "stabl
 def table1(cache, S: Settings, tds: dict[str, TaskData], progress=lambda it, **kw: it
            ) -> dict[tuple[str, str, bool], list[tuple[dict, Net]]]:
     """F1: every task × {RNN, LSTM} × {unstable, stable} × seed, trained (or loaded)."""
-    jobs = [(t, c, s, seed) for t in S.tasks for c, s in MODELS for seed in S.seeds]
-    prefit(cache, S, [(*j, {}) for j in jobs], S.workers, progress)
+    jobs = [(t, c, s, seed, {}) for t in S.tasks for c, s in MODELS for seed in S.seeds]
     out: dict = {}
-    for t, c, s, seed in jobs:
-        out.setdefault((t, c, s), []).append(fit(cache, S, tds[t], c, s, seed))
+    for (t, c, s, _, _), fitted in zip(jobs, fit_jobs(cache, S, tds, jobs, progress)):
+        out.setdefault((t, c, s), []).append(fitted)
     return out
 
 
@@ -871,10 +878,9 @@ def truncation_sweep(cache, S: Settings, td: TaskData | None, progress=lambda it
     recurrent point is Table 1's model)."""
     if td is None:
         return {}
-    prefit(cache, S, [("jsb", c, s, S.seeds[0], {"k": k}) for c, s, k in truncation_jobs(S)],
-           S.workers, progress)
-    return {(c, s, k): fit(cache, S, td, c, s, S.seeds[0], k=k)[0]
-            for c, s, k in truncation_jobs(S)}
+    jobs = [("jsb", c, s, S.seeds[0], {"k": k}) for c, s, k in truncation_jobs(S)]
+    return {(c, s, w["k"]): summary for (_, c, s, _, w), (summary, _)
+            in zip(jobs, fit_jobs(cache, S, {"jsb": td}, jobs, progress))}
 
 
 def truncation_jobs(S: Settings) -> list[tuple[str, bool, int]]:
@@ -895,9 +901,8 @@ def lm_truncation_sweep(cache, S: Settings, tds: dict[str, TaskData],
                         progress=lambda it, **kw: it) -> dict[tuple[str, str, int], float]:
     """The test metric of every run of :func:`lm_truncation_jobs`, keyed (task, cell, k)."""
     jobs = lm_truncation_jobs(S)
-    prefit(cache, S, jobs, S.workers, progress)
-    return {(t, c, w["k"]): fit(cache, S, tds[t], c, s, seed, **w)[0]["test"]
-            for t, c, s, seed, w in jobs}
+    return {(t, c, w["k"]): summary["test"] for (t, c, _, _, w), (summary, _)
+            in zip(jobs, fit_jobs(cache, S, tds, jobs, progress))}
 
 
 def f2_f4_figures(run, S: Settings, trunc: dict, res: dict, lm: dict | None = None) -> None:
@@ -938,9 +943,12 @@ def c9_seed_runs(cache, S: Settings, td: TaskData | None, progress=lambda it, **
     """The runs of :func:`c9_seed_jobs`, one dict ``{(stable, k): summary}`` per extra seed."""
     if td is None or len(S.seeds) < 2:
         return []
-    prefit(cache, S, c9_seed_jobs(S), S.workers, progress)
-    return [{(s, k): fit(cache, S, td, "rnn", s, seed, k=k)[0] for s in (False, True)
-             for k in (2, 32)} for seed in S.seeds[1:]]
+    jobs = c9_seed_jobs(S)
+    runs: list[dict] = [{} for _ in S.seeds[1:]]
+    for (_, _, s, seed, w), (summary, _) in zip(jobs, fit_jobs(cache, S, {"jsb": td}, jobs,
+                                                              progress)):
+        runs[S.seeds.index(seed) - 1][(s, w["k"])] = summary
+    return runs
 
 
 def c9_check(S: Settings, trunc: dict, more: Sequence[dict] = ()) -> dict:
@@ -1141,25 +1149,25 @@ def f5_weight_gaps(run, S: Settings, td: TaskData | None) -> dict:
     if td is None:
         return {"value": f"{S.f5_task} not in tasks", "passed": False, "verdict": "inconclusive"}
     jobs = f5_jobs(S)
-    prefit(run.cache, S, jobs, S.workers, run.progress)
     snaps: dict[str, dict[int, np.ndarray]] = {}
-    for t, c, s, seed, w in jobs:
-        snaps.setdefault(c, {})[w["k"]] = fit(run.cache, S, td, c, s, seed, **w)[0]["snapshots"]
-    gaps = {f"unstable {c.upper()}": weight_gaps(v, S.f5_ref) for c, v in snaps.items()}
+    for (_, c, _, _, w), (summary, _) in zip(jobs, fit_jobs(run.cache, S, {td.task: td}, jobs,
+                                                            run.progress)):
+        snaps.setdefault(c, {})[w["k"]] = summary["snapshots"]
+    gaps = {c: weight_gaps(v, S.f5_ref) for c, v in snaps.items()}
     what = "the weights" if td.task == "jsb" else "$W_{hh}$"
-    run.save_figure(smp.plot_f5(gaps, S.f5_ref), "F5", f"As the paper's Fig. 5: distance between "
+    named = {f"unstable {c.upper()}": g for c, g in gaps.items()}
+    run.save_figure(smp.plot_f5(named, S.f5_ref), "F5", f"As the paper's Fig. 5: distance between "
                     f"{what} of unconstrained {TASK_NAMES[td.task]} models "
                     f"({', '.join(c.upper() for c in S.f5_cells)}) trained with truncation $k$ and "
                     f"with $k = {S.f5_ref}$, same initialisation and data order, after each epoch; "
                     "right: the same from epoch 1 on a log scale.")
     value, in_k, in_epochs = {}, True, True
-    for name, by_k in gaps.items():
-        prefix = "" if len(gaps) == 1 else f"{name.split()[-1]} "
+    for c, by_k in gaps.items():
         final = [by_k[k][-1] for k in S.f5_k]
         in_k &= all(a > b for a, b in zip(final, final[1:]))
         in_epochs &= all(all(b >= a for a, b in zip(v, v[1:])) for v in by_k.values())
-        value |= {f"{prefix}final k={k}": by_k[k][-1] for k in S.f5_k}
-        value |= {f"{prefix}largest drop over an epoch, k={k}":
+        value |= {f"{c.upper()} final k={k}": by_k[k][-1] for k in S.f5_k}
+        value |= {f"{c.upper()} largest drop over an epoch, k={k}":
                   max(0.0, *(a - b for a, b in zip(v, v[1:]))) for k, v in by_k.items()}
     return {"value": value, "passed": bool(in_k and in_epochs),
             "verdict": None if in_k and in_epochs else "partly" if in_k or in_epochs
