@@ -58,10 +58,10 @@ def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULT
     folder = root / chapter
     if not (folder / "claims.json").exists() or not (folder / "run.json").exists():
         return ('<p class="rnnbook-full-results">No full-profile results of this chapter are '
-                "committed yet: make them on a GPU machine with <code>make full DEVICE=cuda</code> "
-                f"(or <code>python -m rnnbook run {chapter} --profile full --device cuda "
-                "--results-dir data/results/full</code>) and commit "
-                f"<code>data/results/full/{chapter}/</code>.</p>")
+                f"committed yet: make them with <code>python -m rnnbook run {chapter} --profile "
+                "full --results-dir data/results/full</code> (on a GPU machine where the chapter's "
+                "text says its full profile uses one; <code>make full DEVICE=cuda</code> runs "
+                f"every chapter) and commit <code>data/results/full/{chapter}/</code>.</p>")
     record = json.loads((folder / "run.json").read_text())
     full = {c.id: c for c in load(folder / "claims.json")}
     where = ", ".join(str(x) for x in (record.get("hardware", {}).get("summary"),
