@@ -28,6 +28,7 @@ def test_half_symmetrised_update_is_caught():
     """The spec's trap: (G + G^T) / 2 is not the upper-triangle gradient, and C9 would see it."""
     G = np.random.default_rng(0).normal(size=(1, 3, 3))
     assert not np.allclose(np.triu(ex.sym_grad(G)), np.triu((G + G.swapaxes(1, 2)) / 2))
+    assert ex.half_update_error(seed=3) > 0.1  # far outside C9's 1e-10
 
 
 def test_sym_grad_is_the_upper_triangle_update():
@@ -63,7 +64,18 @@ def test_too_large_step_is_diverged_not_extrapolation_failure():
 
 def test_prop3_fits_then_departs():
     res = ex.prop3_check((1.0, -0.9, 0.6), (0.4, 0.3, 0.3), 7)
-    assert res["passed"] and res["negative_v"]
+    assert res["passed"]
+
+
+def test_prop3_check_fails_on_a_wrong_construction(monkeypatch):
+    right = ex.prop3_student
+
+    def off_by_one(lam, w, k, alpha):  # solves the Vandermonde system one moment short
+        A, B, C, v = right(lam, w, k - 1, alpha)
+        return A, B, C, v
+
+    monkeypatch.setattr(ex, "prop3_student", off_by_one)
+    assert not ex.prop3_check((1.0, -0.9), (0.5, 0.5), 6)["passed"]
 
 
 def test_moment_lp_unique_only_above_2_d_hat():
@@ -87,6 +99,45 @@ def test_transition_check_can_fail_and_be_inconclusive():
     assert not res["passed"] and res["verdict"] == "inconclusive"
     rows = rows_for(0.01, 1e-3)[:2] + rows_for(1.0, 1e-3, loss=1e-3)[2:]  # (a) fails, (c) too
     assert ex.transition_check(rows, 2, 1e-6, 0.05)["verdict"] == "not reproduced"  # spec: FAIL
+
+
+def test_k1_does_not_count_for_a_and_d_hat_1_is_not_testable():
+    rows = [{"k": 1, "eps": 1e-3, "loss": 1e-9, "diverged": False}]  # would fail (a) if judged
+    rows += [{"k": k, "eps": e, "loss": 1e-9, "diverged": False} for k, e in ((2, 1.0), (5, 1e-3))]
+    res = ex.transition_check(rows, 2, 1e-6, 0.05)
+    assert res["judged_below"] == [2] and res["passed"]
+    one = ex.transition_check([r for r in rows if r["k"] != 2], 1, 1e-6, 0.05)
+    assert not one["a_testable"] and one["judged_below"] == [] and one["verdict"] == "reproduced"
+
+
+class FakeRun:
+    def claim(self, cid, statement, source, value, tolerance, passed, verdict=None):
+        self.recorded = {"value": value, "passed": passed, "verdict": verdict}
+
+
+def test_transition_claim_needs_a_testable_d_hat():
+    rows = [{"experiment": "F1", "d": 20, "d_hat": 1, "k": k, "eps": e, "loss": 1e-9,
+             "diverged": False} for k, e in ((1, 1.0), (2, 0.08), (3, 1e-3), (4, 1e-3))]
+    S = resolve(d_hat=[1])
+    run = FakeRun()
+    ex.transition_claim(run, rows, S, "C1", "F1", "statement", "§5.1")
+    assert run.recorded["verdict"] == "inconclusive" and not run.recorded["passed"]
+    assert "not testable" in run.recorded["value"]["d_hat=1, d=20"]["(a)"]
+
+
+def test_tables_fit_the_page():
+    """The settings and transition tables stay narrow (about 100 characters a row) in both
+    profiles: k runs down the rows, not across."""
+    for profile in ("quick", "full"):
+        s = resolve(profile=profile)
+        text = repr(ex.settings_table(s, profile))
+        assert max(map(len, text.splitlines())) <= 110
+    rows = [{"k": k, "eps": 1.0 if k < 8 else 1e-3, "loss": 1e-9, "diverged": False}
+            for k in range(1, 12) for _ in range(5)]
+    checks = {(4, d): ex.transition_check(rows, 4, 1e-8, 0.01) for d in (20, 50, 100)}
+    text = repr(ex.transition_table(checks))
+    assert max(map(len, text.splitlines())) <= 110
+    assert "verdict" in text.splitlines()[0]
 
 
 def test_spearman_link_fails_when_eps_rises():

@@ -16,31 +16,46 @@ EPS_CLIP = 1e3  # plots clip eps here; the stored values are the true ones
 
 
 def plot_transition(rows: Sequence[dict], gate: float, title: str, tol: float):
-    """F1/F2: median eps_q (log) against k, min-max bars over seeds, one curve per (d_hat, d); a
-    dashed line at k = 2 d_hat; hollow markers where some seed did not reach the loss gate; C1's
-    two lines: 0.1 (below 2 d_hat, dotted) and the tolerance ``tol`` (above, dash-dot)."""
+    """F1/F2: median eps_q (log) against k, min-max bars over seeds, one curve per (d_hat, d)
+    (shifted sideways a little so that markers do not hide each other); a dashed line at
+    k = 2 d_hat; hollow markers where some seed did not reach the loss gate; C1's two lines, each
+    drawn in the curve's colour only where it applies: 0.1 for 2 <= k < 2 d_hat (dotted) and the
+    tolerance ``tol`` for k > 2 d_hat (dash-dot)."""
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
-    fig, ax = plt.subplots(figsize=(7.2, 4.4))
+    fig, ax = plt.subplots(figsize=(7.2, 4.6))
     groups = sorted({(r["d_hat"], r["d"]) for r in rows})
+    hollow = False
     for i, (dh, d) in enumerate(groups):
         color = f"C{i % 8}"
+        shift = 0.08 * (i - (len(groups) - 1) / 2)
         sub = ex.select(rows, d_hat=dh, d=d)
         ks = sorted({r["k"] for r in sub})
+        x = np.array(ks) + shift
         eps = [np.clip([r["eps"] for r in sub if r["k"] == k], 1e-6, EPS_CLIP) for k in ks]
         med = np.array([np.median(e) for e in eps])
         lo, hi = med - [e.min() for e in eps], [e.max() for e in eps] - med
         label = f"$\\hat d={dh}$" + (f", $d={d}$" if len({g[1] for g in groups}) > 1 else "")
-        ax.errorbar(ks, med, yerr=[lo, hi], color=color, capsize=3, label=label)
+        ax.errorbar(x, med, yerr=[lo, hi], color=color, capsize=3, label=label)
         done = np.array([all(ex.converged(r, gate) for r in sub if r["k"] == k) for k in ks])
-        ax.scatter(np.array(ks)[done], med[done], color=color, zorder=3)
-        ax.scatter(np.array(ks)[~done], med[~done], facecolors="white", edgecolors=color, zorder=3)
+        ax.scatter(x[done], med[done], color=color, zorder=3)
+        ax.scatter(x[~done], med[~done], facecolors="white", edgecolors=color, zorder=3)
+        hollow |= bool((~done).any())
         ax.axvline(2 * dh, color=color, ls="--", lw=1)
+        if 2 * dh > 2:  # (a) is judged at 2 <= k < 2 d_hat
+            ax.hlines(0.1, 2 - 0.2, 2 * dh - 1 + 0.2, color=color, lw=1.2, ls=":")
+        ax.hlines(tol, 2 * dh + 1 - 0.2, max(ks[-1], 2 * dh + 1) + 0.2, color=color, lw=1.2, ls="-.")
     ax.set(yscale="log", xlabel="training length $k$", ylabel=r"extrapolation error $\epsilon_q$",
            title=title)
-    ax.axhline(0.1, color="grey", lw=0.8, ls=":")
-    ax.axhline(tol, color="grey", lw=0.8, ls="-.")
-    ax.legend(ncols=2)
+    handles, _ = ax.get_legend_handles_labels()
+    handles += [Line2D([], [], color="grey", ls=":", label="(a): $\\geq 0.1$ for $2\\leq k<2\\hat d$"),
+                Line2D([], [], color="grey", ls="-.", label=f"(b): $\\leq {tol:g}$ for $k>2\\hat d$"),
+                Line2D([], [], color="grey", ls="--", lw=1, label="$k=2\\hat d$")]
+    if hollow:
+        handles.append(Line2D([], [], ls="", marker="o", mfc="white", mec="grey",
+                              label="a seed missed the loss gate"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=9)
     return fig
 
 
@@ -85,8 +100,10 @@ def plot_convergence(rows: Sequence[dict], example: dict):
     return fig
 
 
-def plot_imbalance(check: dict):
-    """F5: median final imbalance against init scale sigma, with a slope-2 guide."""
+def plot_imbalance(check: dict, d: int):
+    """F5: median final imbalance against init scale sigma, with a slope-2 guide and the "no
+    effect" line :math:`\\sigma\\sqrt{2d}` (slope 1: the initial :math:`\\|B-C^\\top\\|` over a
+    final :math:`\\|B\\|` of order one)."""
     import matplotlib.pyplot as plt
 
     s = np.array(sorted(check["median_imbalance"]))
@@ -94,6 +111,8 @@ def plot_imbalance(check: dict):
     fig, ax = plt.subplots()
     ax.plot(s, m, "o-", label="median over runs")
     ax.plot(s, m[-1] * (s / s[-1]) ** 2, "k--", lw=1, label="slope 2")
+    ax.plot(s, s * math.sqrt(2 * d), "k:", lw=1.2,
+            label=f"no effect: $\\sigma\\sqrt{{2d}}$, slope 1 ($d={d}$)")
     ax.set(xscale="log", yscale="log", xlabel=r"init scale $\sigma$",
            ylabel=r"$\|B-C^\top\|/\|B\|$ at the end")
     ax.legend()
@@ -118,7 +137,7 @@ def plot_spectra(rows: Sequence[dict], lam: Sequence[float], w: Sequence[float])
         ax.set(title=f"$k={r['k']}$", xlabel=r"atom $\mu_i$")
     for ax in axes[::ncols]:
         ax.set_ylabel("weight $w_i$")
-    axes[0].legend()
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside upper center", ncols=2)
     return fig
 
 
