@@ -149,9 +149,23 @@ def test_c3_check_fails():
     assert not ld.f2_check(f2, 1e-3)["passed"]
 
 
-def test_c4_check_fails_at_lambda_one():
-    assert ld.c4_check(5)["passed"]
-    assert not ld.c4_check(5, lams=(1.0,))["passed"]
+def _fake_f2(lams=(0.6, 1.2), T=5):
+    rows = [(j, x) for j in (1, 2) for x in lams]  # families inv_exp, exp
+    fams = list(ld.F2_GRIDS)
+    b, u = (np.array(v) for v in zip(*(ld.zero_loss_solution(fams[j], T, 1.0, x) for j, x in rows)))
+    return {"T": np.full(len(rows), T), "family": np.array([j for j, _ in rows]),
+            "x": np.array([x for _, x in rows]), "b": b, "u": u}
+
+
+def test_c4_check_fails():
+    good = ld.c4_check(_fake_f2())
+    assert good["passed"] and good["exp min (K5)"] == pytest.approx(abs(1.2 ** -3 - 1))
+    assert not ld.c4_check(_fake_f2(lams=(0.6, 1.001)))["passed"]  # exp nearly extrapolates
+    off = _fake_f2()
+    off["b"][0] += 1e-4  # inv_exp not at its solution
+    assert not ld.c4_check(off)["passed"]
+    off["b"][0] = np.nan
+    assert not ld.c4_check(off)["passed"]
 
 
 def _fake_f3(b, u):
@@ -180,9 +194,10 @@ def test_c10_check_follows_T():
           "b": np.where(r > 1, 1.0, ld.feedforward_b(r, 8))[None]}
     assert ld.f10_check(ok)["passed"] and ld.f10_check(ok)["verdict"] == "reproduced"
     smooth = dict(ok, T=np.array([4]), b=np.where(r > 1, 1.0, ld.feedforward_b(r, 4))[None],
-                  b_star=np.linspace(0, 1.5, 50)[None])
-    assert ld.f10_check(smooth)["passed"] and ld.f10_check(smooth)["verdict"] == "partly"
-    assert not ld.f10_check(dict(ok, b=np.full((1, 12), 0.5)))["passed"]
+                  b_star=np.linspace(0, 1.5, 50)[None])  # no threshold: the spec's FAIL rule
+    assert not ld.f10_check(smooth)["passed"] and ld.f10_check(smooth)["verdict"] == "not reproduced"
+    big_ff = ld.f10_check(dict(ok, b=np.full((1, 12), 0.5)))
+    assert big_ff["passed"] and big_ff["verdict"] == "partly"
     assert not ld.f10_check(dict(ok, b=np.where(r > 1, 0.1, 0.0)[None]))["passed"]
 
 
@@ -217,27 +232,32 @@ def _fake_sens(sv_h, sv_yx, mse, T=3):
 def test_c8_check_fails():
     T = 3
     Tt = np.arange(1, 3 * T + 1)
-    good = _fake_sens([[1.0] * 4, [1.0] * 4], [[1.0] * 4, [1 / T] * 4],
-                      [1e-5 * np.ones(len(Tt)), 1e-4 * (1 + (Tt - T) ** 2)])
+    mean = (Tt / T - 1) ** 2 + 1e-25  # a converged mean network
+    good = _fake_sens([[1.0] * 4, [1.0] * 4], [[1.0] * 4, [1 / T] * 4], [1e-5 * np.ones(len(Tt)), mean])
     assert nets.sensory_check(good)["passed"]
-    bad = _fake_sens([[1.0] * 4, [1.0] * 4], [[1.0] * 4, [1.0] * 4],
-                     [1e-5 * np.ones(len(Tt)), 1e-4 * (1 + (Tt - T) ** 2)])
+    bad = _fake_sens([[1.0] * 4, [1.0] * 4], [[1.0] * 4, [1.0] * 4], [1e-5 * np.ones(len(Tt)), mean])
     assert not nets.sensory_check(bad)["passed"]
-    bad = _fake_sens([[1.0] * 4, [1.0] * 4], [[1.0] * 4, [1 / T] * 4],
-                     [1e-2 * np.ones(len(Tt)), 1e-4 * (1 + (Tt - T) ** 2)])
+    bad = _fake_sens([[1.0] * 4, [1.0] * 4], [[1.0] * 4, [1 / T] * 4], [1e-2 * np.ones(len(Tt)), mean])
     assert not nets.sensory_check(bad)["passed"]
+    small = _fake_sens([[1.0] * 4, [1.0] * 4], [[1.0] * 4, [1 / T] * 4],
+                       [1e-5 * np.ones(len(Tt)), 1e-26 + 1e-4 * (Tt - T) ** 2])  # 1e22x, but tiny
+    assert not nets.sensory_check(small)["passed"]
 
 
 def test_c9_check_fails_when_early_is_stable():
-    def fake(g_early, sv_early, g_late=1e-5):
+    def fake(g_early, sv_early, g_late=1e-5, h_ratio=None):
+        h_early = g_early if h_ratio is None else h_ratio * g_late
         return {"rule": np.array(["late", "early"]), "grad_Wh": np.array([[g_late, g_early]] * 30),
-                "grad_h": np.array([[g_late, g_early]] * 30), "lr": np.array([1.0, 1.0]),
+                "grad_h": np.array([[g_late, h_early]] * 30), "lr": np.array([1.0, 1.0]),
                 "sv_h": np.array([[[1.0, 1.0, 1.0, 1.0], sv_early]])}
     lam = np.array([1.0, 3.0])
     good = nets.stability_check(fake(0.3, [2.0, 1.0, 0.5, 0.2]), lam=lam)
     assert good["passed"] and good["verdict"] == "reproduced"
     assert good["early"]["grad_h (reported)"] == 0.3  # the spec's measure, beside ours
     assert nets.stability_check(fake(0.3, [1.1, 1.0, 1.0, 1.0]), lam=lam)["verdict"] == "partly"
+    by_h = nets.stability_check(fake(0.3, [2.0, 1.0, 0.5, 0.2], h_ratio=4.5), lam=lam)
+    assert by_h["passed"] and by_h["verdict"] == "partly"  # < 10x on the spec's measure
+    assert by_h["grad_h early/late"] == pytest.approx(4.5)
     assert not nets.stability_check(fake(1e-5, [1.0, 1.0, 1.0, 1.0]), lam=lam)["passed"]
     late_unstable = nets.stability_check(fake(0.3, [2.0, 1.0, 0.5, 0.2], g_late=0.1), lam=lam)
     assert not late_unstable["passed"] and late_unstable["verdict"] == "inconclusive"
@@ -326,7 +346,7 @@ def test_sensory_check_reads_the_driven_singular_values():
     T = 3
     Tt = np.arange(1, 3 * T + 1)
     sens = _fake_sens([[1.0] * 4 + [0.1] * 4, [1.0] * 4 + [0.1] * 4], [[1.0] * 4, [1 / T] * 4],
-                      [1e-5 * np.ones(len(Tt)), 1e-4 * (1 + (Tt - T) ** 2)])
+                      [1e-5 * np.ones(len(Tt)), (Tt / T - 1) ** 2])
     assert nets.sensory_check(sens)["passed"]
 
 

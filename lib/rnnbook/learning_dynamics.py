@@ -443,6 +443,17 @@ def f2_runs(Ts: Sequence[int], n: int, init_scale: float, lr: float, steps: int)
             "early": early, "lr": eta}
 
 
+def f2_slowdown(T: int, lr: float, n: int = 200) -> float:
+    """F2: the largest factor by which :func:`stable_lr` lowers ``lr`` on F2's grids (``F2_GRIDS``,
+    ``n`` points each) at length T: the chapter's "the rule lowers the rate by up to ..."."""
+    rates = []
+    for fam, (var, lo, hi) in F2_GRIDS.items():
+        for x in np.linspace(lo, hi, n):
+            delta, lam = (x, 1.0) if var == "delta" else (1.0, x)
+            rates.append(stable_lr(lr, T, *zero_loss_solution(fam, T, delta, lam)))
+    return lr / min(rates)
+
+
 def f2_check(f2: dict, tol: float) -> dict:
     """C3: largest |b - b*| and relative |ac - ac*| against K5, and whether every early-importance
     run (s_1 > s_T) learned b > 1."""
@@ -478,21 +489,30 @@ def c2_check(T: int, seed: int, n_random: int = 20, n_starts: int = 8, lr: float
             "random": non_exp, "passed": max(exp_E.values()) <= 1e-12 and non_exp.min() >= 1e-4}
 
 
-def c4_check(T: int, lams: Sequence[float] = (0.6, 0.8, 1.2, 1.4), extra: int = 3) -> dict:
-    """C4: relative error :math:`\\lVert \\hat s - s\\rVert/\\lVert s\\rVert` at :math:`T_{test}=T+3` of the
-    K5 solution found at T, applied to the task of length T_test (same δ = 1, λ): inv_exp
-    extrapolates exactly, exp does not."""
-    out = {}
-    for fam in ("inv_exp", "exp"):
-        errs = []
-        for lam in lams:
-            b, u = zero_loss_solution(fam, T, 1.0, lam)
-            s = task(fam, T + extra, 1.0, lam)
-            pred = u * b ** powers(T + extra)
-            errs.append(float(np.linalg.norm(pred - s) / np.linalg.norm(s)))
-        out[fam] = errs
-    return {"inv_exp max": max(out["inv_exp"]), "exp min": min(out["exp"]), "lams": list(lams),
-            "passed": max(out["inv_exp"]) <= 1e-10 and min(out["exp"]) >= 1e-2}
+def c4_check(f2: dict, extra: int = 3, tol_inv: float = 1e-10, tol_exp: float = 1e-2) -> dict:
+    """C4 (§3.3, App. F.1): relative error :math:`\\lVert \\hat s - s\\rVert/\\lVert s\\rVert` at
+    :math:`T_{test}=T+` ``extra`` of the (b, ac) that GD learned in F2 (:func:`f2_runs`), applied to the
+    same family's task of length T_test (δ = 1, same λ; λ = 1, where exp is the constant task, is left
+    out). At the K5 solution the exp error is :math:`|\\lambda^{-\\text{extra}}-1|` (the prediction is
+    :math:`\\lambda^{-\\text{extra}}` times the target; reported as "exp min (K5)") and the inv_exp
+    error is 0, so inv_exp's error is GD's residual only. Passes if inv_exp <= ``tol_inv`` and
+    exp >= ``tol_exp`` for every run (a diverged run gives nan and fails)."""
+    fams = list(F2_GRIDS)
+    err = {"inv_exp": [], "exp": []}
+    theory = []
+    for r in range(len(f2["x"])):
+        fam, lam = fams[int(f2["family"][r])], float(f2["x"][r])
+        if fam == "constant" or abs(lam - 1) < 1e-9:
+            continue
+        T = int(f2["T"][r])
+        s = task(fam, T + extra, 1.0, lam)
+        pred = f2["u"][r] * f2["b"][r] ** powers(T + extra)
+        err[fam].append(float(np.linalg.norm(pred - s) / np.linalg.norm(s)))
+        if fam == "exp":
+            theory.append(abs(lam ** -extra - 1))
+    inv, ex = float(np.max(err["inv_exp"])), float(np.min(err["exp"]))
+    return {"inv_exp max": inv, "exp min": ex, "exp min (K5)": float(np.min(theory)),
+            "passed": bool(inv <= tol_inv and ex >= tol_exp)}
 
 
 def k2_ivp_check(T: int = 5, delta: float = 1.1, lam: float = 0.5, u0: float = 0.01,
@@ -600,15 +620,16 @@ def f9_runs(T: int, init_scale: float, lr: float, steps: int, every: int = 20) -
 
 
 def f9_check(f9: dict, tol: float = 1e-3) -> dict:
-    """C11: every run ends within ``tol`` of its K8 solution in b and (relatively) in ac, and the
-    R = 1.05 inv_exp run ends with |b| > 1."""
+    """C11: every run ends within ``tol`` of its K8 solution in b and (relatively) in ac. The
+    R = 1.05 run's final |b| is reported: with ``tol`` < 0.05 it is above 1 whenever the first
+    condition holds, so it is no separate check."""
     err_b = np.abs(f9["b"][:, -1] - f9["b_star"])
     err_u = np.abs(f9["u"][:, -1] - f9["u_star"]) / np.abs(f9["u_star"])
     big = [abs(f9["b"][r, -1]) for r in range(len(err_b))
            if f9["group"][r] == "A11" and abs(abs(f9["lam"][r]) - 1.05) < 1e-9]
     return {"max |b - b*|": float(err_b.max()), "max rel |ac - ac*|": float(err_u.max()),
             "|b| (R=1.05)": float(big[0]),
-            "passed": bool(err_b.max() <= tol and err_u.max() <= tol and big[0] > 1)}
+            "passed": bool(err_b.max() <= tol and err_u.max() <= tol)}
 
 
 def f9_timing(f9: dict, frac: float = 0.1) -> list[dict]:
@@ -663,22 +684,24 @@ def feedforward_b(ratio, T: int):
     return ratio / (T - 1 - 2 * ratio)
 
 
-def f10_check(f10: dict, lo: float = 0.3, hi: float = 3.0) -> dict:
-    """C10 for every T of ``f10``: pruning, computed for that T, means GD's b stays on the feedforward
-    branch where β/κ <= ``lo`` (|b| <= 1.1 × :func:`feedforward_b`) and is recurrent (|b| >= 0.3)
-    where β/κ >= ``hi``: pass. "Reproduced" needs the specification's |b| <= 0.05 below ``lo`` and a
-    threshold: a jump of the exact minimiser b* by >= 0.2 between neighbouring ratios of its fine
-    grid (a first-order switch); otherwise "partly"."""
+def f10_check(f10: dict, lo: float = 0.3, hi: float = 3.0, jump: float = 0.2) -> dict:
+    """C10 for every T of ``f10``, by the specification's rule: |b| <= 0.05 where β/κ <= ``lo``,
+    |b| >= 0.3 where β/κ >= ``hi``, and it fails if there is no threshold. A threshold is a jump of
+    the exact minimiser b* by >= ``jump`` between neighbouring ratios of its fine grid (a first-order
+    switch, as in the single-output task; a continuous b* moves by a few hundredths per grid step).
+    Passed: a threshold and |b| >= 0.3 above ``hi``, for every T; "reproduced" if also |b| <= 0.05
+    below ``lo``, else "partly"; "not reproduced" if not passed. Reported beside: GD's |b| over the
+    first-order feedforward branch :func:`feedforward_b` (b suppressed like 1/T, but never 0)."""
     small, large = f10["ratio"] <= lo, f10["ratio"] >= hi
     rows, passed, spec = {}, True, True
     for i, T in enumerate(f10["T"]):
         b = np.abs(f10["b"][i])
-        ff = float(np.max(b[small] / feedforward_b(f10["ratio"][small], int(T))))
-        row = {"max |b| (ratio <= 0.3)": float(b[small].max()), "|b| / feedforward branch": ff,
+        row = {"max |b| (ratio <= 0.3)": float(b[small].max()),
+               "|b| / feedforward branch": float(np.max(b[small] / feedforward_b(f10["ratio"][small], int(T)))),
                "min |b| (ratio >= 3)": float(b[large].min()),
-               "largest jump of b*": float(np.max(np.diff(f10["b_star"][i])))}
-        passed &= bool(ff <= 1.1 and row["min |b| (ratio >= 3)"] >= 0.3)
-        spec &= bool(row["max |b| (ratio <= 0.3)"] <= 0.05 and row["largest jump of b*"] >= 0.2)
+               "largest jump of b*": float(np.max(np.abs(np.diff(f10["b_star"][i]))))}
+        passed &= bool(row["largest jump of b*"] >= jump and row["min |b| (ratio >= 3)"] >= 0.3)
+        spec &= bool(row["max |b| (ratio <= 0.3)"] <= 0.05)
         rows[f"T={int(T)}"] = row
     return {"table": rows, "passed": bool(passed),
             "verdict": ("reproduced" if spec else "partly") if passed else "not reproduced"}
@@ -714,9 +737,10 @@ def _plt():
 
 def plot_f1(f1s: Sequence[dict]):
     """F1 (Figs. 2, A1): ac and b against the GD step, one row per T; decoupled GD solid, theory
-    dashed (eq. 47 with b frozen at λ; Taylor b-flow with u frozen at δ), joint GD dotted."""
+    dashed (eq. 47 with b frozen at λ; Taylor b-flow with u frozen at δ), joint GD dotted; one
+    legend below the panels."""
     plt = _plt()
-    fig, axes = plt.subplots(len(f1s), 2, figsize=(10, 4.4 * len(f1s)), squeeze=False)
+    fig, axes = plt.subplots(len(f1s), 2, figsize=(10, 4.4 * len(f1s) + 0.8), squeeze=False)
     for row, f1 in zip(axes, f1s):
         for r in range(len(f1["delta"])):
             lab = f"$(\\delta,\\lambda)=({f1['delta'][r]:g},{f1['lam'][r]:g})$"
@@ -729,7 +753,7 @@ def plot_f1(f1s: Sequence[dict]):
         T = int(f1["T"])
         row[0].set(xlabel="GD step", ylabel="$ac$", title=f"$ac$ (b frozen at $\\lambda$), T = {T}")
         row[1].set(xlabel="GD step", ylabel="$b$", title=f"$b$ (ac frozen at $\\delta$), T = {T}")
-    axes[0, 1].legend(fontsize=9, loc="lower right")
+    fig.legend(*axes[0, 1].get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize=11)
     return fig
 
 
@@ -853,10 +877,10 @@ def plot_f5(phase: dict[int, dict], B: float):
 
 def plot_f9(f9: dict):
     """F9 (Figs. A9-A11): radius and angle of b and ac against the GD step (logarithmic beyond 100
-    steps), one row per group; dotted: the K8 solution."""
+    steps), one row per group (its legend right of the row); dotted: the K8 solution."""
     plt = _plt()
     groups = ["A9", "A10", "A11"]
-    fig, axes = plt.subplots(3, 4, figsize=(10, 9), sharex=True)
+    fig, axes = plt.subplots(3, 4, figsize=(12, 9), sharex=True)
     for ig, g in enumerate(groups):
         rows = np.nonzero(f9["group"] == g)[0]
         for n, r in enumerate(rows):
@@ -868,7 +892,7 @@ def plot_f9(f9: dict):
                 ax.plot(f9["step"], fn(f9[key][r]), color=f"C{n}", label=lab)
                 ax.axhline(fn(f9[key + "_star"][r]), color=f"C{n}", ls=":", lw=1)
         axes[ig, 0].set_ylabel(g)
-        axes[ig, 0].legend(fontsize=9)
+        axes[ig, -1].legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=11)
     for j, t in enumerate(("|b|", "arg b", "|ac|", "arg ac")):
         axes[0, j].set_title(t)
         axes[-1, j].set_xlabel("GD step")
@@ -879,20 +903,21 @@ def plot_f9(f9: dict):
 
 def plot_f10(f10: dict):
     """F10 (App. M): learned b against β/κ on the T-output Dirac task, one colour per T: GD (dots),
-    the exact global minimiser (line) and the feedforward branch :func:`feedforward_b` (dotted)."""
+    the exact global minimiser (thin line) and, drawn on top, the feedforward branch
+    :func:`feedforward_b` (thick dashed, where it is below 0.5)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 4))
     for i, T in enumerate(f10["T"]):
-        ax.plot(f10["ratio"], f10["b"][i], "o", ms=4, color=f"C{i}", label=f"T={T}: GD")
-        ax.plot(f10["fine"], f10["b_star"][i], "-", lw=1.2, color=f"C{i}")
-        r = f10["fine"][f10["fine"] <= 0.5]
-        ax.plot(r, feedforward_b(r, int(T)), ":", color=f"C{i}", lw=1.5)
-    ax.plot([], [], "-k", lw=1.2, label="global minimiser")
-    ax.plot([], [], ":k", lw=1.5, label="feedforward branch")
+        ax.plot(f10["ratio"], f10["b"][i], "o", ms=6, mfc="none", color=f"C{i}", label=f"T={T}: GD")
+        ax.plot(f10["fine"], f10["b_star"][i], "-", lw=1, color=f"C{i}")
+        r = f10["fine"][f10["fine"] <= (int(T) - 1) / 4]  # there the branch is <= 0.5
+        ax.plot(r, feedforward_b(r, int(T)), "--", color=f"C{i}", lw=3, alpha=0.6, zorder=5)
+    ax.plot([], [], "-k", lw=1, label="global minimiser")
+    ax.plot([], [], "--k", lw=3, alpha=0.6, label="feedforward branch")
     for x in (0.3, 3):
-        ax.axvline(x, color="0.6", lw=1, ls="--")
+        ax.axvline(x, color="0.6", lw=1, ls=":")
     ax.set(xscale="log", xlabel="$\\beta/\\kappa$", ylabel="learned $b$")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=11)
     return fig
 
 
@@ -929,8 +954,8 @@ def plot_e2(tab: dict, gd: dict):
     plt = _plt()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     for i, T in enumerate(tab["T"]):
-        axes[0].plot(tab["B"], tab["onset"][i], "o-", color=f"C{i}", label=f"T={T}")
-    axes[0].axhline(1, color="k", lw=1, ls="--")
+        axes[0].plot(tab["B"], tab["onset"][i], "o-", color=f"C{i}", label=f"T={T}", zorder=3)
+    axes[0].axhline(1, color="0.4", lw=0.8, ls="--", zorder=1)  # behind the T = 4 line
     axes[0].set(xscale="log", xlabel="box bound $B$ on $b$", ylabel="onset $\\beta$", title="(a)")
     axes[0].set_xticks(tab["B"], [f"{b:g}" for b in tab["B"]])
     axes[0].minorticks_off()

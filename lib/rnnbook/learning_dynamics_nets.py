@@ -207,7 +207,8 @@ def ntk_check(ntk: dict, gate: float = 1e-3, d_gain: float = 0.2) -> dict:
     """C7: over converged cells (loss ratio <= ``gate``) with σ <= 0.2, the mean D at T = 4 minus
     that at T = 1 (>= ``d_gain``: 0.2 quick, 0.3 full), and for T >= 2 the median over T of
     Spearman(D, σ) over every converged σ (<= -0.6); for the unaligned init (judged) and the aligned
-    one (reported)."""
+    one (reported). Also the largest standard deviation of D over seeds among those cells (nan with
+    one seed), the scale against which ``d_gain`` is read."""
     out = {}
     Ts, sig = list(ntk["T"]), ntk["sigma"]
     for init, name in ((1, "unaligned"), (0, "aligned")):
@@ -223,8 +224,11 @@ def ntk_check(ntk: dict, gate: float = 1e-3, d_gain: float = 0.2) -> dict:
         d1 = np.nanmean(D[Ts.index(1), small])
         min_gain = float(min(np.nanmean(D[it, small]) - d1 for it, T in enumerate(Ts) if T > 1))
         conv = float(np.mean(np.isfinite(D[:, small])))
+        per_seed = ntk["D"][:, init][:, small]  # (T, σ <= 0.2, seed)
+        sd = (np.nanmax(np.where(np.isfinite(D[:, small]), per_seed.std(-1, ddof=1), np.nan))
+              if per_seed.shape[-1] > 1 and np.isfinite(D[:, small]).any() else math.nan)
         out[name] = {"D(4)-D(1)": gain, "min D(T>1)-D(1)": min_gain, "median Spearman(D, sigma)": rho,
-                     "converged (sigma<=0.2)": conv}
+                     "converged (sigma<=0.2)": conv, "max sd of D over seeds": float(sd)}
     u = out["unaligned"]
     out["reproduced"] = bool(u["D(4)-D(1)"] >= d_gain and u["median Spearman(D, sigma)"] <= -0.6)
     out["passed"] = bool(u["min D(T>1)-D(1)"] > 0)  # the spec's FAIL rule: D(T>1) <= D(1)
@@ -366,11 +370,13 @@ def _svals(M: np.ndarray) -> np.ndarray:
     return out
 
 
-def sensory_check(sens: dict) -> dict:
+def sensory_check(sens: dict, mean_2T: float = 0.5) -> dict:
     """C8: sum and mean runs: final :math:`W_h` singular values (the N_x largest: with N_h > N_x the
     others are not driven by the task) within 0.05 of 1, :math:`W_yW_x` ones
     within 10% of 1 (sum) or 1/T (mean); sum rel. MSE <= 1e-3 at every T_test; mean rel. MSE at 2T
-    >= 10x that at T and non-decreasing in |T_test - T| on each side."""
+    >= ``mean_2T`` and non-decreasing in |T_test - T| on each side. A converged mean network
+    predicts T_test/T times the target, so its rel. MSE is :math:`(T_{test}/T-1)^2`, 1 at 2T; the
+    ratio to the value at T would divide by round-off."""
     T, Tt = int(sens["T"]), list(sens["T_test"])
     out, ok = {}, True
     for rule, target in (("sum", 1.0), ("mean", 1.0 / T)):
@@ -387,10 +393,10 @@ def sensory_check(sens: dict) -> dict:
             good = good and mse.max() <= 1e-3
         else:
             i_T, i_2T = Tt.index(T), Tt.index(2 * T)
-            row["rel MSE at 2T / at T"] = float(mse[i_2T] / mse[i_T])
+            row["rel MSE at 2T (theory 1)"] = float(mse[i_2T])
             mono = bool(np.all(np.diff(mse[i_T:]) >= 0) and np.all(np.diff(mse[:i_T + 1]) <= 0))
             row["monotone in |dT|"] = mono
-            good = good and mse[i_2T] >= 10 * mse[i_T] and mono
+            good = good and mse[i_2T] >= mean_2T and mono
         out[rule] = row
         ok = ok and good
     out["passed"] = bool(ok)
@@ -401,11 +407,12 @@ def stability_check(sens: dict, tail: int = 20, lam: np.ndarray | None = None) -
     """C9: late vs early importance: final gradient norm :math:`\\lVert\\partial L/\\partial W_h\\rVert`
     (median over the last ``tail`` records and over seeds), the spread (max - min)/mean of
     :math:`W_h`'s singular values, and the sharpness λ_max (:func:`sharpness`) against 2/η. A run
-    that diverged counts as infinitely unstable (inf); :math:`\lVert\partial L/\partial h_{T+1}\rVert`,
-    the specification's measure, is reported beside it. The specification's FAIL rule decides
-    ``passed``: it fails if the early network is as stable as the late one (early grad < 10x late);
-    "reproduced" needs all its bounds (late grad <= 1e-3 and spread <= 5%, early spread >= 20%),
-    else "partly"; "inconclusive" (not passed) if the late network did not converge, since then
+    that diverged counts as infinitely unstable (inf); :math:`\\lVert\\partial L/\\partial h_{T+1}\\rVert`,
+    the specification's measure, is reported beside it with its early/late ratio. The
+    specification's FAIL rule, on our measure, decides ``passed``: it fails if the early network is
+    as stable as the late one (early grad < 10x late); "reproduced" needs all its bounds (late grad
+    <= 1e-3 and spread <= 5%, early spread >= 20%) and also early >= 10x late on the
+    specification's measure, else "partly"; "inconclusive" (not passed) if the late network did not converge, since then
     the rate, not the task, decides. ``lam``: the sharpness per run, if already known."""
     out = {}
     lam = sharpness(sens) if lam is None else lam
@@ -419,10 +426,12 @@ def stability_check(sens: dict, tail: int = 20, lam: np.ndarray | None = None) -
                      "spread": float(np.median(spread)),
                      "sharpness": float(np.median(lam[r])), "2/lr": float(2 / sens["lr"][r][0])}
     la, ea = out["late"], out["early"]
+    with np.errstate(all="ignore"):
+        out["grad_h early/late"] = float(np.divide(ea["grad_h (reported)"], la["grad_h (reported)"]))
     converged = la["grad"] <= 1e-3 and la["spread"] <= 0.05
     out["passed"] = bool(converged and ea["grad"] >= 10 * la["grad"])
     out["verdict"] = ("inconclusive" if not converged else "not reproduced" if not out["passed"] else
-                      "reproduced" if ea["spread"] >= 0.2 else "partly")
+                      "reproduced" if ea["spread"] >= 0.2 and out["grad_h early/late"] >= 10 else "partly")
     return out
 
 
@@ -434,7 +443,7 @@ def _heat(ax, D: np.ndarray, xt, yt, xlabel: str, ylabel: str, title: str):
         for j in range(D.shape[1]):
             if np.isfinite(D[i, j]):
                 ax.text(i, j, f"{abs(D[i, j]) if abs(D[i, j]) < 5e-3 else D[i, j]:.2f}", ha="center",
-                        va="center", fontsize=9, color="w" if D[i, j] < 0.6 else "k")
+                        va="center", fontsize=11, color="w" if D[i, j] < 0.6 else "k")
     ax.set_xticks(range(len(xt)), [f"{x:g}" for x in xt])
     ax.set_yticks(range(len(yt)), [f"{y:g}" for y in yt])
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
