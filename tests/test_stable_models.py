@@ -2,6 +2,7 @@
 projections during training, parameter validation and the contraction estimate."""
 from __future__ import annotations
 
+import math
 import shutil
 import urllib.request
 
@@ -338,3 +339,38 @@ def test_initial_norm_leaves_the_global_generator_alone():
     w0 = st.initial_W_hh_norm(S, td, "rnn")
     assert torch.equal(state, torch.get_rng_state())
     assert 1.0 < w0 < 1.3  # PyTorch's U(-1/sqrt(n), 1/sqrt(n)): about 2/sqrt(3) for large n
+
+
+# ---------------------------------------------------------------------------- presentation
+def test_c5_context_costs_and_full_tolerances():
+    S = st.resolve(**RESOLVE | {"tasks": None})
+    gap = {"jsb": {"rnn": -0.16, "lstm": 0.07}, "atis": {"rnn": -1.75, "lstm": -2.45},
+           "ptb_char": {"rnn": 0.21, "lstm": 0.38}}
+    ctx = st.c5_context(gap, S)
+    assert ctx["cost_atis_rnn"] == pytest.approx(1.75)  # F1 lost by the stable model, counted up
+    assert ctx["cost_jsb_rnn"] == pytest.approx(-0.16)  # a negative cost: the stable model is better
+    assert ctx["c5_over_full"] == "ATIS RNN, ATIS LSTM, PTB characters RNN"
+    assert "ATIS +0.0 (RNN) and +0.5 (LSTM) F1 points" in ctx["c5_paper"]
+    assert math.isnan(st.c5_context({"jsb": gap["jsb"]}, S)["cost_atis_rnn"])  # a task not run
+
+
+def test_settings_table_has_one_column_per_task():
+    S = st.resolve(**RESOLVE)
+    rows = st.settings_rows(S, {"jsb": st.TaskData("jsb", {"train": [None] * 229}, 88, 88)})
+    assert all(set(r) == {"setting", "jsb"} for r in rows)
+    by = {r["setting"]: r["jsb"] for r in rows}
+    assert by["training set"] == "229 chorales" and by["epochs"] == S.configs["jsb"].epochs
+    assert {"bptt", "schedule", "dropout", "softmax"} <= set(by)
+
+
+def test_e2_plot_marks_clipped_values_and_the_fork():
+    import matplotlib
+    matplotlib.use("Agg")
+    import rnnbook.stable_models_plots as smp
+    fig = smp.plot_e2({"jsb/lstm/stable": {1: 1.0, 4: 1e-3, 16: 0.0},
+                       "jsb/lstm/fork (col, bias 10+10)": {1: 1.0, 4: 1.0, 16: 1.0}})
+    lines = fig.axes[0].get_lines()
+    fork = [ln for ln in lines if ln.get_label().startswith("jsb/lstm/fork")]
+    stable = [ln for ln in lines if ln.get_label() == "jsb/lstm/stable"]
+    assert fork[0].get_color() not in {ln.get_color() for ln in stable}
+    assert any(ln.get_marker() == "v" and list(ln.get_xdata()) == [16] for ln in lines)

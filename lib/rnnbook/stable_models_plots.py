@@ -107,24 +107,43 @@ def plot_e1(norms: dict[str, list[float]]):
     return fig
 
 
-def plot_e2(S_hat: dict[str, dict[int, float]], floor: float = 1e-8):
+def plot_e2(S_hat: dict[str, dict[int, float]], floor: float = 1e-8, rounding: float = 1e-5):
     """E2: contraction estimates :math:`\\hat S_r` against r for every model: colour by task and
-    cell, line style by constraint (solid unconstrained, dashed stable, dotted the fork's LSTM);
-    values below ``floor`` (down to an exact 0, a difference lost to float32) drawn at it."""
+    cell, line style by constraint (solid unconstrained, dashed stable); the fork's LSTM in black,
+    dotted, with diamonds. Values below ``floor`` (down to an exact 0, a difference lost to float32)
+    are drawn at it as open triangles; the grey band below ``rounding`` marks where the two
+    trajectories agree to float32 rounding, so that an estimate there is no contraction rate."""
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    colours = {}
+    ax.axhspan(floor / 3, rounding, color="0.92", lw=0, zorder=0)
+    colours, clipped = {}, False
     for name, d in S_hat.items():
         task, cell, kind = name.split("/", 2)
-        colour = colours.setdefault((task, cell), f"C{len(colours)}")
-        style = "-" if kind == "unstable" else "--" if kind == "stable" else ":"
+        fork = kind not in ("unstable", "stable")
+        colour = "k" if fork else colours.setdefault((task, cell), f"C{len(colours)}")
+        style = ":" if fork else "-" if kind == "unstable" else "--"
+        marker = "D" if fork else "o"
         rs = sorted(d)
-        ax.plot(rs, [max(d[r], floor) for r in rs], "o", ls=style, color=colour, label=name)
+        ys = np.array([max(d[r], floor) for r in rs])
+        low = np.array([d[r] < floor for r in rs])
+        ax.plot(rs, ys, marker=marker, markevery=[i for i, x in enumerate(low) if not x],
+                ls=style, color=colour, lw=2.2 if fork else None, label=name)
+        if low.any():
+            clipped = True
+            ax.plot(np.array(rs)[low], ys[low], "v", ls="none", mfc="white", mec=colour, mew=1.5,
+                    ms=8)
     ax.axhline(1, color="0.6", ls="--", lw=1)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_ylim(floor / 3, None)
     ax.set_xlabel("r (steps of the map)")
-    ax.set_ylabel(rf"$\hat S_r$ (values below {floor:g} at {floor:g})")
-    ax.legend(fontsize=9, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    ax.set_ylabel(r"$\hat S_r$")
+    handles, labels = ax.get_legend_handles_labels()
+    handles.append(plt.Rectangle((0, 0), 1, 1, color="0.92"))
+    labels.append(rf"float32 rounding level ($< 10^{{{np.log10(rounding):.0f}}}$)")
+    if clipped:
+        handles.append(Line2D([], [], marker="v", ls="none", mfc="white", mec="0.3", mew=1.5, ms=8))
+        labels.append(rf"below $10^{{{np.log10(floor):.0f}}}$ (or 0), drawn there")
+    ax.legend(handles, labels, fontsize=9, loc="center left", bbox_to_anchor=(1.01, 0.5))
     return fig
