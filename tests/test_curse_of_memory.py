@@ -218,6 +218,8 @@ def test_mc_check_can_fail():
 
 def test_slope_and_gamma_checks_can_fail(monkeypatch):
     assert cm.slope_check((0.0, 1.0))["passed"]
+    assert cm.slope_check((0.0, 0.9, 0.99, 0.999, 1.0), tol=0.005)["passed"]  # K3's 0.02 has margin
+    assert not cm.slope_check((0.0,), tol=1e-4)["passed"]  # finite-window curvature: 9e-4 at rho=0
     monkeypatch.setattr(cm, "dh_dlamb", lambda lam, rho: cm.h2(lam, rho))  # backward = forward
     assert not cm.slope_check((0.0,))["passed"]
     assert not cm.gamma_check((0.5,))["passed"]
@@ -426,7 +428,84 @@ def test_signal_claim_checks_can_fail():
     assert cs.c8_check(act, taus)["passed"]
     assert not cs.c8_check({**act, "LRU": np.array([[1.0], [1], [20]])}, taus)["passed"]
     assert not cs.c8_check({**act, "c-diag": np.ones((3, 1))}, taus)["passed"]
-    assert cs.c9_check(0.0, np.array([0.9, 1.3]), True)["passed"]
-    assert not cs.c9_check(1e-3, np.array([1.0]), True)["passed"]
-    assert not cs.c9_check(0.0, np.array([0.6]), True)["passed"]
-    assert not cs.c9_check(0.0, np.array([1.3]), False)["passed"]
+    assert cs.c9_check(np.array([0.9, 1.3]), True)["passed"]
+    assert not cs.c9_check(np.array([0.6]), True)["passed"]
+    assert not cs.c9_check(np.array([1.3]), False)["passed"]
+
+
+def test_gru_without_recurrent_weights_is_diagonal():
+    """C9's structural half (Fig. 14): with σ_h = 0 the chrono GRU's gates read the input only, so
+    every neuron is a scalar recurrence and the off-diagonal dh/dh0 vanish exactly, for every chrono
+    range; with recurrent weights they do not."""
+    gen = torch.Generator().manual_seed(3)
+    x = cs.substitute_inputs(3, 40, 8, gen, dtype=torch.float64)
+    J = cs.gru_jacobian((1, 16, 256), (0.0, 1.0), x, 40, gen)
+    assert np.all(J["off"][J["sigma_h"] == 0] == 0.0)
+    assert np.all(J["off"][J["sigma_h"] == 1][:, 1:] > 0)
+    assert np.all(J["diag"] > 0)
+
+
+def test_c10_check_verdicts():
+    f10 = {"LRU": {"1π": 1e-3, "0.01π": 1e-4}, "complex diag": {"1π": 1e-2, "0.01π": 1e-2}}
+    by_lr = [{"model": "LRU", "lr": 0.03, "1π": 1e-3, "0.01π": 5e-4},
+             {"model": "LRU", "lr": 0.1, "1π": 1.0, "0.01π": 1e-4}]
+    c = cm.c10_check(f10, by_lr, "1π", "0.01π", 3)
+    assert c["verdict"] == "reproduced" and c["equal rate"] == 0.03 and c["equal-rate ratio, LRU"] == 2
+    worse = {**f10, "complex diag": {"1π": 1e-2, "0.01π": 0.3}}
+    c = cm.c10_check(worse, by_lr, "1π", "0.01π", 3)
+    assert c["passed"] and c["verdict"] == "partly"
+    t = cm.c10_numbers(worse, c, "1π", "0.01π", 3)
+    assert t["c10_cd_worse"] == pytest.approx(30) and t["c10_eq_side"].startswith("below")
+    assert cm.c10_check(f10, by_lr, "1π", "0.01π", 30)["verdict"] == "partly"
+    flat = {**f10, "LRU": {"1π": 1e-3, "0.01π": 1e-3}}
+    assert not cm.c10_check(flat, by_lr, "1π", "0.01π", 3)["passed"]
+
+
+def test_f3_grid_notes_and_c1_numbers():
+    f3 = {"RNN": {0.36: {"lr": 1e-3, "loss": 1e-6}, 0.99: {"lr": 1e-3, "loss": 2.0}},
+          "LRU": {0.36: {"lr": 0.01, "loss": 1e-5}, 0.99: {"lr": 0.032, "loss": 2e-3}}}
+    lrs = {"RNN": [3.2e-4, 1e-3], "LRU": [0.01, 0.032]}
+    twin = [{"model": "twin", "nu0": 0.99, "lr": 0.1, "opt": "adam", "schedule": "cosine", "final": 1.3}]
+    n = cm.f3_grid_notes(twin, f3, lrs, ["twin"], 0.99)
+    assert n["top"] == "3 of the 4" and "bracketed" in n["above"] and n["lru_growth"] == pytest.approx(200)
+    assert cm.f3_grid_notes([], f3, lrs, ["twin"], 0.99)["above"].startswith("No other run")
+    mc = cm.mc_check((0.5,), (0.0,), 4000, 0.10, 0)
+    c = cm.c1_numbers(mc, cm.slope_check((0.0,)), 4000, 0.10)
+    assert c["mc_n"] == 2 and c["mc_nse"] == pytest.approx(0.1 / math.sqrt(2 / 4000))
+    assert c["mc_alarm_pct"] < 1e-2 and 0 < c["slope_dev"] < 0.02
+    assert cm.c1_numbers(mc, cm.slope_check((0.0,)), 20_000, 0.03)["mc_alarm_pct"] == pytest.approx(0.54, abs=0.01)
+
+
+def test_f10_lr_table_and_heads_table_lrs():
+    th = math.pi
+    rows = [{"model": m, "nu0": 0.99, "lr": lr, "theta0": t, "opt": "adam", "schedule": "cosine",
+             "final": f, "seed": 0, "effhist_A": np.ones(3), "probe_steps": np.arange(3)}
+            for m, lr, t, f in (("LRU", 1e-2, th, 3.0), ("LRU", 3.2e-2, th, 2.0),
+                                ("LRU, small", 3.2e-2, 0.01 * th, 0.5), ("RNN", 1e-3, th, 1.0),
+                                ("RNN", 3.2e-4, th, 2.0))]
+    names = {("LRU", th): ["LRU"], ("LRU", 0.01 * th): ["LRU, small"]}
+    t = cm.f10_lr_table(rows, names, 0.99)
+    assert t == [{"model": "LRU", "lr": 1e-2, "1π": 3.0},
+                 {"model": "LRU", "lr": 3.2e-2, "1π": 2.0, "0.01π": 0.5}]
+    heads, loss, lrs, _, _ = cm.heads_table(rows, [1], 0.99, 64)
+    assert heads == [1] and loss == [1.0] and lrs == [1e-3]
+
+
+def test_e1_grid_and_brackets():
+    S = cm.resolve("quick", [0.0], None, 300, 64, None, None, None)
+    specs = {"RNN": cm.ModelSpec("RNN", "dense", 64), "LRU": cm.ModelSpec("LRU", "diag", 64)}
+    cfgs = cm.e1_configs(specs, S, 0)
+    assert {c.momentum for c in cfgs if c.opt == "sgd"} == {0.0, 0.9}
+    assert sorted({c.lr for c in cfgs if c.opt == "adamw" and c.spec.name == "LRU"}) == S.lrs["LRU"]
+    b = {r["run"]: r for r in cm.e1_brackets({"a": {1e-3: 1.0, 1e-2: 0.5, 1e-1: math.inf},
+                                              "b": {1e-3: 1.0, 1e-2: 0.5}})}
+    assert b["a"]["best lr"] == 1e-2 and b["a"]["next lr up"] == "diverged"
+    assert b["b"]["next lr up"] == "none (grid top)" and b["b"]["next lr down"] == "worse"
+
+
+def test_f9_ratios_two_sided_and_exact_at_ends():
+    r = {x["rho"]: x for x in cm.f9_ratios([0.0, 0.9, 1.0], 40, 100)}
+    for rho in (0.0, 1.0):
+        assert abs(r[rho]["min"] - 1) < 1e-12 and abs(r[rho]["max"] - 1) < 1e-12
+    assert r[0.9]["min"] < 0.5 and r[0.9]["max"] > 2  # both directions
+    assert abs(r[0.9]["at conj(lambda_0)"] - 0.5263) < 1e-3

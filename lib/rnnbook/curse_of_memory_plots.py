@@ -9,7 +9,8 @@ import math
 
 import numpy as np
 
-from rnnbook.curse_of_memory import S, S_notebook, dh_dlamb, gamma_exp_dh, gamma_h2, h2, loss_1d, paper1_terms
+from rnnbook.curse_of_memory import (S, S_notebook, dh_dlamb, f9_grid, gamma_exp_dh, gamma_h2, h2, loss_1d,
+                                     paper1_terms)
 
 
 # ============================================================================ figures
@@ -40,12 +41,13 @@ def plot_f1(rhos, mc_rows, f1c_lams) -> "plt.Figure":
         ls = 1 - 0.01 * 2 ** k
         xs = np.linspace(0.0, 3, 400)
         lam = 1 - 10 ** -xs
-        axs[1].plot(xs, loss_1d(lam, ls), color=plt.cm.viridis(k / 6), label=fr"$1-\lambda^*={0.01 * 2 ** k:g}$")
+        axs[1].plot(xs, loss_1d(lam, ls), color=plt.cm.viridis(k / 6), label=f"{0.01 * 2 ** k:g}")
     axs[1].set_yscale("log")
     _lam_axis(axs[1])
     axs[1].set_ylabel(r"loss $L(\lambda)$")
     axs[1].set_title(r"(B) real $\lambda$")
-    axs[1].legend(fontsize=9, ncol=2)
+    axs[1].legend(title=r"$1-\lambda^*$", fontsize=10, title_fontsize=11, loc="center left",
+                  bbox_to_anchor=(1.0, 0.5))  # outside: inside it would cover the minima
     dth = np.linspace(-np.pi, np.pi, 801)
     for k, nu in enumerate(f1c_lams):
         axs[2].plot(dth, loss_1d(nu * np.exp(1j * dth), nu + 0j), color=plt.cm.viridis(k / max(len(f1c_lams) - 1, 1)),
@@ -165,37 +167,50 @@ def plot_f8(runs: dict[str, np.ndarray]) -> "plt.Figure":
 
 def plot_f9(rhos, n_nu: int, n_theta: int, lam0=0.99 * np.exp(1j * np.pi / 4)) -> "plt.Figure":
     """F9: |S(λ, λ0, ρ)| on the disc (as the notebook: λ0 not conjugated), one row per ρ; columns:
-    exact (Eq. cm-S), the notebook's ``estimate``, and their ratio."""
+    exact (Eq. cm-S), the notebook's ``estimate``, and their ratio on a log scale centred on 1 (the
+    middle colour band, white, holds ratios within 3.5% of 1)."""
     import matplotlib.pyplot as plt
     from matplotlib.colors import LogNorm
     from matplotlib.ticker import LogFormatterMathtext
-    nu = np.linspace(0, 0.99, n_nu)
-    th = np.linspace(-1, 1, n_theta) * np.pi
-    N, TH = np.meshgrid(nu, th)
-    lam = N * np.exp(1j * TH)
-    fig, axs = plt.subplots(len(rhos), 3, figsize=(9.6, 2.55 * len(rhos) + 0.9), squeeze=False,
+    lam = f9_grid(n_nu, n_theta)
+    fs = 15  # tick, title and colour-bar labels: >= 10 pt with the figure shrunk to a page's width
+    fig, axs = plt.subplots(len(rhos), 3, figsize=(9.6, 2.9 * len(rhos) + 1.2), squeeze=False,
                             sharex=True, sharey=True)
     norm = LogNorm(vmin=1e-2, vmax=1e5)
+    from matplotlib.colors import ListedColormap
+    step = 0.1  # log2 ratio per colour band; bands centred on 0, i.e. ratio 1
+    levels = step * (np.arange(-20, 22) - 0.5)
+    bands = plt.get_cmap("RdBu_r")(np.linspace(0, 1, len(levels) - 1))
+    bands[len(bands) // 2] = (1, 1, 1, 1)  # the band holding ratio 1 is white
+    ratio_cmap = ListedColormap(bands)
     for j, rho in enumerate(rhos):
         Z = {}
         for i, (fn, name) in enumerate(((S, "exact"), (S_notebook, "notebook"))):
             Z[name] = np.abs(fn(lam, lam0, rho))
             cs = axs[j, i].contourf(lam.real, lam.imag, np.clip(Z[name], 1e-2, 1e5),
                                     levels=np.logspace(-2, 5, 29), norm=norm, cmap="Blues")
-        ratio = np.clip(Z["notebook"] / Z["exact"], 0.25, 1.75)
-        cr = axs[j, 2].contourf(lam.real, lam.imag, ratio, levels=np.linspace(0.25, 1.75, 31),
-                                cmap="RdBu_r")
-        axs[j, 0].set_ylabel(fr"$\rho={rho:g}$")
+        ratio = np.clip(np.log2(Z["notebook"] / Z["exact"]), levels[0], levels[-1])
+        cr = axs[j, 2].contourf(lam.real, lam.imag, ratio, levels=levels, cmap=ratio_cmap,
+                                vmin=levels[0], vmax=levels[-1])
+        axs[j, 0].set_ylabel(fr"$\rho={rho:g}$", fontsize=fs)
+        axs[j, 2].add_patch(plt.Circle((0, 0), 0.99, fill=False, lw=0.8, color="0.5"))  # the disc's edge
         for ax in axs[j]:
             ax.set_aspect("equal")
             ax.grid(False)
+            ax.set_xticks([-0.9, 0, 0.9])
+            ax.set_yticks([-0.9, 0, 0.9])
+            ax.tick_params(labelsize=fs)
     for ax, name in zip(axs[0], ("exact", "notebook", "notebook / exact")):
-        ax.set_title(name)
-    fig.colorbar(cs, ax=axs[:, :2].ravel().tolist(), orientation="horizontal", shrink=0.8, aspect=30,
-                 ticks=[1e-2, 1, 1e2, 1e4], format=LogFormatterMathtext(),
-                 label=r"$|S(\lambda,\lambda_0,\rho)|$")
-    fig.colorbar(cr, ax=axs[:, 2].tolist(), orientation="horizontal", shrink=0.9, aspect=15,
-                 ticks=[0.25, 0.5, 1, 1.5], label="ratio")
+        ax.set_title(name, fontsize=fs)
+    cb = fig.colorbar(cs, ax=axs[:, :2].ravel().tolist(), orientation="horizontal", shrink=0.8,
+                      aspect=30, ticks=[1e-2, 1, 1e2, 1e4], format=LogFormatterMathtext())
+    cb.set_label(r"$|S(\lambda,\lambda_0,\rho)|$", fontsize=fs)
+    cb.ax.tick_params(labelsize=fs)
+    cb2 = fig.colorbar(cr, ax=axs[:, 2].tolist(), orientation="horizontal", shrink=0.95, aspect=15,
+                       ticks=[-2, -1, 0, 1, 2])
+    cb2.ax.set_xticklabels(["¼", "½", "1", "2", "4"])
+    cb2.set_label("ratio (log scale)", fontsize=fs)
+    cb2.ax.tick_params(labelsize=fs)
     return fig
 
 
@@ -369,27 +384,48 @@ def plot_f12(fit: dict, acf: np.ndarray, jac: dict[str, np.ndarray], T: np.ndarr
 
 
 def plot_e1(curves: dict[str, np.ndarray], steps: int, sens: dict[str, dict[float, float]]) -> "plt.Figure":
-    """E1: loss curves (best lr per optimiser) and final loss against lr, per (model, ν0, optimiser)
-    (keys ``"<model>, nu0=<ν0>, <optimiser>"``): colour by model and ν0, line and marker by optimiser."""
+    """E1: loss curves at each optimiser's best lr (one panel per ν0) and final loss against lr, per
+    (model, ν0, optimiser) (keys ``"<model>, nu0=<ν0>, <optimiser>"``): colour by model and ν0, line
+    style and marker by optimiser (AdamW hollow and drawn at 1.15 x its lr, so that it does not hide
+    Adam's marker); one legend above the panels."""
     import matplotlib.pyplot as plt
-    groups = list(dict.fromkeys(k.rsplit(", ", 1)[0] for k in curves))
-    look = {"Adam": ("-", "o"), "SGD+m": ("--", "s"), "AdamW": (":", "^")}
+    from matplotlib.lines import Line2D
+    groups = list(dict.fromkeys(k.rsplit(", ", 1)[0] for k in sens))
+    nus = list(dict.fromkeys(g.split("nu0=")[1] for g in groups))
+    look = {"Adam": ("-", "o", "full"), "SGD+m": ("--", "s", "full"), "SGD": ("-.", "D", "full"),
+            "AdamW": (":", "^", "none")}
+    names = {"Adam": "Adam", "SGD+m": "SGD, momentum .9", "SGD": "SGD, no momentum",
+             "AdamW": "AdamW, decay .01"}
 
-    def style(k: str) -> tuple[str, str, str]:
+    def style(k: str) -> dict:
         group, opt = k.rsplit(", ", 1)
-        return f"C{groups.index(group)}", *look[opt]
-    fig, axs = plt.subplots(2, 1, figsize=(10, 8.4))
+        ls, marker, fill = look[opt]
+        return dict(color=f"C{groups.index(group)}", ls=ls, marker=marker, ms=7,
+                    mfc="none" if fill == "none" else f"C{groups.index(group)}", mew=1.6)
+    fig, ax = plt.subplot_mosaic([["a", "b"], ["c", "c"]], figsize=(10, 9.2), layout="constrained")
+    panels = {nu: ax[n] for nu, n in zip(nus, "ab")}
     for k, c in curves.items():
-        color, ls, _ = style(k)
-        axs[0].semilogy(np.linspace(0, steps, len(c)), c, color=color, ls=ls, label=k)
-    axs[0].set_xlabel("step")
-    axs[0].set_ylabel("training loss (best lr)")
-    axs[0].legend(fontsize=10, loc="center left", bbox_to_anchor=(1, 0.5))
+        st = style(k)
+        st.pop("marker")
+        panels[k.split("nu0=")[1].split(", ")[0]].semilogy(np.linspace(0, steps, len(c)), c, **st,
+                                                            lw=1.6)
+    for nu, a in panels.items():
+        a.set(xlabel="step", ylabel="training loss (best lr)", title=fr"$\nu_0 = {nu}$")
     for k, t in sens.items():
-        color, ls, marker = style(k)
         lrs = sorted(t)
-        axs[1].loglog(lrs, [min(t[x], 1e6) for x in lrs], color=color, ls=ls, marker=marker, label=k)
-    axs[1].set_xlabel("learning rate")
-    axs[1].set_ylabel("final loss (diverged: 1e6)")
-    axs[1].legend(fontsize=10, loc="center left", bbox_to_anchor=(1, 0.5))
+        shift = 1.15 if k.endswith("AdamW") else 1.0
+        ax["c"].loglog([x * shift for x in lrs], [min(t[x], 1e6) for x in lrs], **style(k))
+    ax["c"].set_xlabel("learning rate")
+    ax["c"].set_ylabel("final loss (diverged: 1e6)")
+    colours = [Line2D([], [], color=f"C{i}", lw=6, label=g.replace("nu0=", "ν0 = "))
+               for i, g in enumerate(groups)]
+    opts = [Line2D([], [], color="0.2", ls=ls, marker=m, ms=8, mew=1.6,
+                   mfc="none" if fill == "none" else "0.2", label=names[o])
+            for o, (ls, m, fill) in look.items() if any(k.endswith(", " + o) for k in sens)]
+    ncol = max(len(colours), len(opts))
+    pad = lambda h: h + [Line2D([], [], alpha=0, label=" ")] * (ncol - len(h))  # noqa: E731
+    # legend columns fill top to bottom: interleave so that row 1 holds colours, row 2 optimisers
+    handles = [h for pair in zip(pad(colours), pad(opts)) for h in pair]
+    fig.legend(handles=handles, loc="outside upper center", ncol=ncol, fontsize=12, handlelength=2.6,
+               columnspacing=1.0)
     return fig

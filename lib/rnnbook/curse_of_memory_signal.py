@@ -376,13 +376,13 @@ def gru_moments(gates: Sequence[str], x: torch.Tensor, T_max: float, burn: int,
             "w2": (Wn ** 2).sum(0).numpy()}
 
 
-def c9_check(off_sigma0: float, ratios: np.ndarray, quick: bool) -> dict:
-    """C9: off-diagonal :math:`\\partial h/\\partial h_0` at σ_h = 0 <= 1e-6, and the binned empirical /
-    K10 theory ratios (constant gates) within 1.5x (quick) / 1.2x (full) either way."""
+def c9_check(ratios: np.ndarray, quick: bool) -> dict:
+    """C9: the binned empirical / K10 theory ratios (constant gates) within 1.5x (quick) / 1.2x (full)
+    either way (the specification's tolerances). That the off-diagonal :math:`\\partial h/\\partial h_0`
+    vanishes at σ_h = 0 holds by construction and is a test (``tests/``), not part of the claim."""
     tol = 1.5 if quick else 1.2
     worst = float(np.max(np.maximum(ratios, 1 / ratios)))
-    return {"max off-diagonal, sigma_h = 0": off_sigma0, "worst ratio": worst,
-            "passed": bool(off_sigma0 <= 1e-6 and worst <= tol)}
+    return {"worst ratio": worst, "tolerance": tol, "passed": bool(worst <= tol)}
 
 
 def binned_ratio(T: np.ndarray, emp: np.ndarray, theory: np.ndarray, bins: int = 6
