@@ -333,7 +333,8 @@ def gamma_check(rhos: Sequence[float], eps: float = 1e-6) -> dict:
         else:  # rho = 1: grows like 2/(1-lambda); gamma alone: slope -3
             good = abs(val * eps / 2 - 1) <= 0.01 and abs(s_gamma + 3) <= 0.02
         ok &= good
-        rows.append({"rho": rho, "gamma+exp at 1-lam=1e-6": val, "limit": lim,
+        rows.append({"rho": rho, "gamma+exp at 1-lam=1e-6": val,
+                     "limit (rho = 1: 2/(1-lam))": lim if math.isfinite(lim) else 2 / eps,
                      "ratio": val / lim if math.isfinite(lim) else val * eps / 2,
                      "slope gamma only": s_gamma, "ok": good})
     return {"rows": rows, "passed": bool(ok)}

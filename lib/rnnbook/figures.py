@@ -95,7 +95,7 @@ def figure_myst(png: Path, name: str, caption: str, key: str | None = None) -> s
     alt = " ".join(re.sub(r"[^\w\s.,;:()'/=+-]", "", plain).split())[:200].lstrip("-:.,;'/=+ ")
     fence = "`" * max(4, 1 + max((len(m) for m in re.findall(r"`+", caption)), default=0))
     figclass = f":figclass: rnnbook-figure {KEY_CLASS}{key}\n" if key else ""
-    return (f"{fence}{{figure}} {uri}\n:name: {name}\n:alt: {alt}\n:width: 90%\n{figclass}\n"
+    return (f"{fence}{{figure}} {uri}\n:name: {name}\n:alt: {alt}\n:width: 100%\n{figclass}\n"
             f"{caption}\n{fence}\n")
 
 
