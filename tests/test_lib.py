@@ -405,6 +405,8 @@ def test_save_figure(run, capsys):
     assert manifest["F1"]["caption"] == "A caption with $x^2$"
     assert manifest["F1"]["chapter"] == "demo"
     assert manifest["F1"]["files"] == ["F1.png", "F1.svg"]
+    assert manifest["F1"]["smallest_text_px"] == pytest.approx(
+        plt.rcParams["xtick.labelsize"] * figures.COLUMN_PX / (72 * width_in), abs=0.05)
     assert not plt.fignum_exists(fig.number)  # closed after export
     out = capsys.readouterr().out
     assert "Markdown" in out  # outside IPython display() prints a repr, and does not raise

@@ -47,11 +47,23 @@ STYLE = {
     "svg.fonttype": "none",  # text stays text (editable, searchable)
 }
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+COLUMN_PX = 700  # the book's text column, which every figure fills (``:width: 100%``)
+MIN_TEXT_PX = 9.0  # the smallest text a reader should meet in a figure on the page, in pixels
 
 
 def use_style() -> None:
     """Apply the house style (readable at talk size)."""
     matplotlib.rcParams.update(STYLE)
+
+
+def smallest_text_px(fig: plt.Figure, column_px: float = COLUMN_PX) -> float:
+    """The height in screen pixels of the smallest visible text of ``fig`` when it fills a text
+    column ``column_px`` wide: a point is ``column_px / (72 · width in inches)`` pixels there, so a
+    wide figure needs larger fonts to stay legible on the page. Tick labels exist only once the
+    figure has been drawn (saved, or ``fig.canvas.draw()``)."""
+    sizes = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text)
+             if t.get_visible() and t.get_text().strip()]
+    return min(sizes) * column_px / (72 * fig.get_figwidth()) if sizes else float("inf")
 
 
 def label(chapter: str, name: str) -> str:
@@ -75,7 +87,7 @@ def save_figure(fig: plt.Figure, name: str, caption: str, figures_dir: Path, cha
     with matplotlib.rc_context({"svg.hashsalt": STYLE["svg.hashsalt"]}):
         fig.savefig(paths["png"], dpi=DPI, metadata={"Software": None})
         fig.savefig(paths["svg"], metadata={"Date": None})
-    _record(figures_dir / "figures.json", chapter, name, caption)
+    _record(figures_dir / "figures.json", chapter, name, caption, smallest_text_px(fig))
     key = store(paths, {"chapter": chapter, "name": name, "caption": caption, **(provenance or {})})
     plt.close(fig)
     if show:
@@ -99,10 +111,10 @@ def figure_myst(png: Path, name: str, caption: str, key: str | None = None) -> s
             f"{caption}\n{fence}\n")
 
 
-def _record(manifest: Path, chapter: str, name: str, caption: str) -> None:
+def _record(manifest: Path, chapter: str, name: str, caption: str, text_px: float) -> None:
     entries = json.loads(manifest.read_text()) if manifest.exists() else {}
     entries[name] = {"chapter": chapter, "name": name, "caption": caption,
-                     "files": [f"{name}.png", f"{name}.svg"]}
+                     "files": [f"{name}.png", f"{name}.svg"], "smallest_text_px": round(text_px, 1)}
     atomic_write(manifest, json.dumps(entries, indent=2).encode())
 
 
