@@ -784,7 +784,7 @@ def plot_f2(f2: dict):
                 ax.set_ylim(mid - 0.5, mid + 0.5)
     axes[0, 0].set_ylabel("$b$")
     axes[1, 0].set_ylabel("$ac$")
-    axes[0, 0].legend(fontsize=10)
+    axes[0, 0].legend(fontsize=11)
     return fig
 
 
@@ -814,7 +814,9 @@ def plot_f3(f3: dict):
             axes[-1, j].set_xlabel(xl[fam])
         axes[2 * it, 0].set_ylabel("$b$")
         axes[2 * it + 1, 0].set_ylabel("$ac$")
-    axes[0, 0].legend(fontsize=9)
+    # one legend above the panels (inside, it would cover the curves)
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside upper center",
+               ncol=len(f3["kappa"]), fontsize=11)
     return fig
 
 
@@ -870,7 +872,7 @@ def plot_f5(phase: dict[int, dict], B: float):
         ax.axvline(1, color="0.5", lw=1, ls="-.")
         ax.set(xlabel="$\\beta$", ylabel=lab)
     axes[0].set_title(f"b in [-{B:g}, {B:g}]")
-    axes[0].legend(fontsize=9)
+    axes[0].legend(fontsize=11)
     axes[2].set_ylim(0, 3)
     return fig
 
@@ -880,7 +882,7 @@ def plot_f9(f9: dict):
     steps), one row per group (its legend right of the row); dotted: the K8 solution."""
     plt = _plt()
     groups = ["A9", "A10", "A11"]
-    fig, axes = plt.subplots(3, 4, figsize=(12, 9), sharex=True)
+    fig, axes = plt.subplots(3, 4, figsize=(10, 8.5), sharex=True)
     for ig, g in enumerate(groups):
         rows = np.nonzero(f9["group"] == g)[0]
         for n, r in enumerate(rows):
@@ -944,7 +946,7 @@ def plot_e1(Ts=(5, 10, 20, 50)):
     axes[1].plot(b, rl, "--k", label="$1/(1-b^2)$")
     axes[0].set(yscale="log", xlabel="$b$", ylabel="$\\sum_k k^2 b^{2(k-1)}$", title="curvature in $b$ (u = 1)")
     axes[1].set(yscale="log", xlabel="$b$", ylabel="$\\sum_k b^{2k}$", title="regulariser / $u^2$")
-    axes[0].legend(fontsize=9)
+    axes[0].legend(fontsize=11)
     return fig
 
 
