@@ -22,7 +22,7 @@ def plot_f1(rhos, mc_rows, f1c_lams) -> "plt.Figure":
     """F1: (A) K2 vs λ for each ρ, grey K1 at ρ = 1, MC dots; (B) K5 vs λ for λ* = 1 - .01·2^k;
     (C) K5 vs θ - θ* at |λ| = |λ*|."""
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplot_mosaic([["A", "B"], ["C", "C"]], figsize=(10, 8.4))
+    fig, ax = plt.subplot_mosaic([["A", "B"], ["C", "C"]], figsize=(9.4, 8.4))
     axs = [ax["A"], ax["B"], ax["C"]]
     x = np.linspace(0.05, 4, 300)
     lam = 1 - 10 ** -x
@@ -36,7 +36,7 @@ def plot_f1(rhos, mc_rows, f1c_lams) -> "plt.Figure":
     _lam_axis(axs[0])
     axs[0].set_ylabel(r"$E[(d_\lambda h)^2]$")
     axs[0].set_title("(A) sensitivity; circles: Monte-Carlo")
-    axs[0].legend(fontsize=10)
+    axs[0].legend()
     for k in range(7):
         ls = 1 - 0.01 * 2 ** k
         xs = np.linspace(0.0, 3, 400)
@@ -46,7 +46,7 @@ def plot_f1(rhos, mc_rows, f1c_lams) -> "plt.Figure":
     _lam_axis(axs[1])
     axs[1].set_ylabel(r"loss $L(\lambda)$")
     axs[1].set_title(r"(B) real $\lambda$")
-    axs[1].legend(title=r"$1-\lambda^*$", fontsize=10, title_fontsize=11, loc="center left",
+    axs[1].legend(title=r"$1-\lambda^*$", title_fontsize=12, loc="center left",
                   bbox_to_anchor=(1.0, 0.5))  # outside: inside it would cover the minima
     dth = np.linspace(-np.pi, np.pi, 801)
     for k, nu in enumerate(f1c_lams):
@@ -56,14 +56,14 @@ def plot_f1(rhos, mc_rows, f1c_lams) -> "plt.Figure":
     axs[2].set_xlabel(r"$\theta-\theta^*$")
     axs[2].set_ylabel(r"loss")
     axs[2].set_title(r"(C) phase, $\theta^*=0$")
-    axs[2].legend(fontsize=10)
+    axs[2].legend()
     return fig
 
 
 def plot_f2(rhos) -> "plt.Figure":
     """F2: K4: (A) γ²E[h²]; (B) γ²E[(d_{ω_ν}h)²] with the exp parametrisation; grey: without γ/exp."""
     import matplotlib.pyplot as plt
-    fig, axs = plt.subplots(1, 2, figsize=(10, 4.4))
+    fig, axs = plt.subplots(1, 2, figsize=(9.4, 4.4))
     x = np.linspace(0.05, 4, 300)
     lam = 1 - 10 ** -x
     for i, rho in enumerate(rhos):
@@ -78,7 +78,7 @@ def plot_f2(rhos) -> "plt.Figure":
     axs[1].set_ylabel(r"$\gamma^2E[(d_{\omega_\nu}h)^2]$ (faint: $E[(d_\lambda h)^2]$)")
     axs[0].set_title("(A)")
     axs[1].set_title("(B)")
-    axs[0].legend(fontsize=10)
+    axs[0].legend()
     return fig
 
 
@@ -116,7 +116,7 @@ def plot_f5(h: dict, eff: dict[str, dict[str, float]]) -> "plt.Figure":
     """F5: Hessians at the optimum (SymLog colours), their spectra, and Adam's effective lr per group."""
     import matplotlib.pyplot as plt
     from matplotlib.colors import SymLogNorm
-    fig, axs = plt.subplots(2, 2, figsize=(10, 8.6))
+    fig, axs = plt.subplots(2, 2, figsize=(9.4, 8.6))
     axs = axs.ravel()
     vmax = max(abs(h["H_dense"]).max(), abs(h["H_cdiag"]).max())
     norm = SymLogNorm(linthresh=1e-2, vmin=-vmax, vmax=vmax)
@@ -147,7 +147,7 @@ def plot_f5(h: dict, eff: dict[str, dict[str, float]]) -> "plt.Figure":
     axs[3].set_xticks(range(len(vals)), labels)
     axs[3].set_yscale("log")
     axs[3].set_ylabel("Adam effective lr")
-    axs[3].legend([bars[0], bars[-1]], list(eff), fontsize=10, loc="upper left")
+    axs[3].legend([bars[0], bars[-1]], list(eff), loc="upper left")
     axs[3].set_title(r"effective lr, $\eta=10^{-3}$")
     return fig
 
@@ -218,7 +218,7 @@ def plot_e2(T_values=(10, 100, 1000)) -> "plt.Figure":
     """E2: the learning-dynamics regulariser and its b-curvature at finite T against their T -> inf
     limits :math:`E[h^2]_{\\rho=0}` and :math:`E[(d_\\lambda h)^2]_{\\rho=0}`."""
     import matplotlib.pyplot as plt
-    fig, axs = plt.subplots(1, 2, figsize=(10, 4.4))
+    fig, axs = plt.subplots(1, 2, figsize=(9.4, 4.4))
     x = np.linspace(0.05, 3.5, 200)
     b = 1 - 10 ** -x
     axs[0].plot(x, h2(b, 0.0), color="k", label=r"$E[h^2]_{\rho=0}$")
@@ -232,7 +232,7 @@ def plot_e2(T_values=(10, 100, 1000)) -> "plt.Figure":
     for ax in axs:
         ax.set_yscale("log")
         ax.set_xlabel(r"$-\log_{10}(1-b)$")
-        ax.legend(fontsize=10)
+        ax.legend()
     return fig
 
 
@@ -242,7 +242,7 @@ def plot_f6(taus, act: dict[str, np.ndarray], g2: dict[str, dict[str, np.ndarray
     moment of the λ-gradients and of all other gradients (no normalisation); (C) c-diag λ-gradient
     second moment per normalisation."""
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplot_mosaic([["A", "B"], ["C", "C"]], figsize=(10, 8.8))
+    fig, ax = plt.subplot_mosaic([["A", "B"], ["C", "C"]], figsize=(9.4, 8.8))
     axs = [ax["A"], ax["B"], ax["C"]]
     for i, (m, a) in enumerate(act.items()):
         axs[0].loglog(taus, a[:, 0], "o--", color=f"C{i}", alpha=0.6, label=f"{m}, block 1")
@@ -260,7 +260,7 @@ def plot_f6(taus, act: dict[str, np.ndarray], g2: dict[str, dict[str, np.ndarray
     axs[2].set_title("(C) normalisation")
     for ax in axs:
         ax.set_xlabel(r"characteristic time $\tau$")
-        ax.legend(fontsize=9)
+        ax.legend()
     return fig
 
 
@@ -268,7 +268,7 @@ def plot_f7(nus, curv: dict[str, np.ndarray], slices: dict[str, dict[str, np.nda
     """F7 (Fig. 6): γ-loss along ω_ν and ω_θ around the optimum, and its curvatures at the optimum
     against ν*, for the polar, exp and opt parametrisations."""
     import matplotlib.pyplot as plt
-    fig, axs = plt.subplots(2, 2, figsize=(10, 8.4))
+    fig, axs = plt.subplots(2, 2, figsize=(9.4, 8.4))
     axs = axs.ravel()
     x = -np.log10(1 - np.asarray(nus))
     for i, (name, sl) in enumerate(slices.items()):
@@ -287,7 +287,7 @@ def plot_f7(nus, curv: dict[str, np.ndarray], slices: dict[str, dict[str, np.nda
         ax.set_ylabel(t + " at the optimum")
     axs[2].set_title("(C) curvature in $\\omega_\\nu$")
     axs[3].set_title("(D) curvature in $\\omega_\\theta$")
-    axs[0].legend(fontsize=10)
+    axs[0].legend()
     return fig
 
 
@@ -318,7 +318,7 @@ def plot_f10(hessians: dict[str, np.ndarray], losses: dict[str, dict[str, float]
     axs[n].set_xlabel(r"$\theta_0$ (teacher = student)")
     axs[n].set_ylabel("final loss")
     axs[n].set_title("final loss")
-    axs[n].legend(fontsize=10)
+    axs[n].legend()
     return fig
 
 
@@ -326,7 +326,7 @@ def plot_f11(heads, losses, steps, hist: dict[int, np.ndarray]) -> "plt.Figure":
     """F11 (Fig. 11): final loss against the number of heads; Adam's effective lr of A per unit
     learning rate along training."""
     import matplotlib.pyplot as plt
-    fig, axs = plt.subplots(1, 2, figsize=(10, 4.4))
+    fig, axs = plt.subplots(1, 2, figsize=(9.4, 4.4))
     axs[0].bar(range(len(heads)), losses, color=[f"C{i}" for i in range(len(heads))])
     axs[0].set_xticks(range(len(heads)), [str(h) for h in heads])
     axs[0].set_yscale("log")
@@ -337,7 +337,7 @@ def plot_f11(heads, losses, steps, hist: dict[int, np.ndarray]) -> "plt.Figure":
             axs[1].semilogy(steps, hist[h], color=f"C{i}", label=f"{h} heads")
     axs[1].set_xlabel("step")
     axs[1].set_ylabel("effective lr of $A$ per unit lr,\n" r"$\eta_{eff}/\eta$")
-    axs[1].legend(fontsize=10)
+    axs[1].legend()
     return fig
 
 
@@ -347,7 +347,7 @@ def plot_f12(fit: dict, acf: np.ndarray, jac: dict[str, np.ndarray], T: np.ndarr
     |diagonal| and |off-diagonal| entries of dh_t/dh_0 (GRU); (C, D) Var h and Var d_b h per neuron
     against T = 1/(1-σ(b)) for the three gate types, with the K10 theory (lines)."""
     import matplotlib.pyplot as plt
-    fig, axs = plt.subplots(2, 2, figsize=(10, 8.8))
+    fig, axs = plt.subplots(2, 2, figsize=(9.4, 8.8))
     axs = axs.ravel()
     lag = np.arange(len(acf))
     axs[0].plot(lag[1:], acf[1:], ".", ms=3, color="0.4", label="empirical")
@@ -356,20 +356,24 @@ def plot_f12(fit: dict, acf: np.ndarray, jac: dict[str, np.ndarray], T: np.ndarr
     axs[0].set_xlabel(r"lag $\Delta$")
     axs[0].set_ylabel(r"$E[x_tx_{t-\Delta}]$ ($\Delta\geq1$)")
     axs[0].set_title("(A) substitute inputs")
-    axs[0].legend(fontsize=9)
+    axs[0].legend()
+    from matplotlib.lines import Line2D
     t_maxs, sigmas = (list(dict.fromkeys(jac[k])) for k in ("T_max", "sigma_h"))
     for i in range(len(jac["T_max"])):  # colour: T_max; marker: sigma_h (no colour repeats)
-        lab = fr"$T_{{max}}$={jac['T_max'][i]:g}, $\sigma_h$={jac['sigma_h'][i]:g}"
         st = np.arange(1, jac["diag"].shape[1] + 1)
         style = dict(color=f"C{t_maxs.index(jac['T_max'][i])}", markevery=8, ms=5,
                      marker="osv^D"[sigmas.index(jac["sigma_h"][i]) % 5])
-        axs[1].semilogy(st, jac["diag"][i], label=lab, **style)
+        axs[1].semilogy(st, jac["diag"][i], **style)
         axs[1].semilogy(st, np.clip(jac["off"][i], 1e-30, None), "--", **style)
+    # one legend entry per colour (T_max) and per marker (sigma_h), not per curve: readable size
+    keys = ([Line2D([], [], color=f"C{k}", label=fr"$T_{{max}}$={t:g}") for k, t in enumerate(t_maxs)]
+            + [Line2D([], [], color="0.3", ls="none", marker="osv^D"[k % 5], ms=6,
+                      label=fr"$\sigma_h$={s:g}") for k, s in enumerate(sigmas)])
     axs[1].set_ylim(1e-12, 2)
     axs[1].set_xlabel(r"$\Delta t$")
     axs[1].set_ylabel(r"mean $|\partial h_{\Delta t}/\partial h_0|$")
     axs[1].set_title("(B) GRU: diagonal (solid),\noff-diagonal (dashed)")
-    axs[1].legend(fontsize=8, ncol=2)
+    axs[1].legend(handles=keys, ncol=2, loc="lower left", handlelength=1.6, columnspacing=1.0)
     order = np.argsort(T)
     for ax, key, title in ((axs[2], "var_h", "(C) Var $h$"), (axs[3], "var_dbh", "(D) Var $d_bh$")):
         for i, (g, m) in enumerate(moments.items()):
@@ -379,7 +383,7 @@ def plot_f12(fit: dict, acf: np.ndarray, jac: dict[str, np.ndarray], T: np.ndarr
             ax.loglog(T[order], theory["var_dbh_notebook"][order], "k:", label="notebook's formula")
         ax.set_xlabel(r"$T = 1/(1-\sigma(b))$")
         ax.set_title(title + r" per neuron (/$\|W_{n,i}\|^2$)")
-        ax.legend(fontsize=9)
+        ax.legend()
     return fig
 
 
