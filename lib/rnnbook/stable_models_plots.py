@@ -14,7 +14,7 @@ def plot_f2(ks: list[int], nll: dict[str, list[float]], w_norm: list[float]):
     """F2 (§4.3): JSB test NLL of the unstable and stable RNN and the unstable RNN's
     :math:`\\|W\\|_2` against the training truncation k."""
     import matplotlib.pyplot as plt
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.6))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(8, 3.5))
     for name, v in nll.items():
         a.plot(ks, v, "o-", label=name)
     a.set_ylabel("test NLL per frame (nats)")
@@ -54,12 +54,14 @@ class F4Panel(NamedTuple):
 
 
 def plot_f4(panels: list[F4Panel]):
-    """F4 (Fig. 4): the test metric against the truncation k, one panel per task; dashed: the
-    recurrent model."""
+    """F4 (Fig. 4): the test metric against the truncation k, one panel per task (two per row);
+    dashed: the recurrent model. Several panels share one legend, below them."""
     import matplotlib.pyplot as plt
-    fig, axs = plt.subplots(1, len(panels), figsize=(6 if len(panels) == 1 else 4.2 * len(panels),
-                                                     3.8), squeeze=False)
-    for ax, p in zip(axs[0], panels):
+    ncols = min(len(panels), 2)
+    nrows = -(-len(panels) // ncols)
+    fig, axs = plt.subplots(nrows, ncols, squeeze=False,
+                            figsize=(6, 3.8) if len(panels) == 1 else (8.5, 3.3 * nrows + 0.5))
+    for ax, p in zip(axs.flat, panels):
         for i, (name, v) in enumerate(p.curves.items()):
             ax.plot(p.ks, v, "o-", color=f"C{i}", label=f"{name}, truncated")
             ax.axhline(p.recurrent[name], color=f"C{i}", ls="--", lw=1, label=f"{name}, recurrent")
@@ -70,16 +72,23 @@ def plot_f4(panels: list[F4Panel]):
         ax.set_ylabel(p.ylabel)
         if len(panels) > 1:
             ax.set_title(p.title)
-    axs[0][0].legend(fontsize=9)
+    for ax in list(axs.flat)[len(panels):]:
+        ax.set_visible(False)
+    if len(panels) == 1:
+        axs[0][0].legend(fontsize=9)
+    else:
+        fig.legend(handles=axs[0][0].get_lines(), loc="outside lower center", ncol=2)
     return fig
 
 
 def plot_f5(gaps: dict[str, dict[int, list[float]]], ref: int):
     """F5 (Fig. 5): :math:`\\|w_k - w_{ref}\\|` after each epoch, same init and data order, per
     model (``gaps[name][k]``); linear (left) and, from epoch 1, logarithmic (right), where the
-    small gaps' growth shows."""
+    small gaps' growth shows. Colour: k; with several models, marker and line style: the model,
+    keyed in one legend below the panels."""
     import matplotlib.pyplot as plt
-    fig, axs = plt.subplots(1, 2, figsize=(9, 3.8))
+    from matplotlib.lines import Line2D
+    fig, axs = plt.subplots(1, 2, figsize=(8, 3.6 if len(gaps) == 1 else 4.2))
     styles = ["o-", "s--"]
     for (name, by_k), style in zip(gaps.items(), styles):
         for i, (k, v) in enumerate(by_k.items()):
@@ -89,7 +98,14 @@ def plot_f5(gaps: dict[str, dict[int, list[float]]], ref: int):
     for ax in axs:
         ax.set_xlabel("epoch")
     axs[0].set_ylabel(rf"$\|w_k - w_{{{ref}}}\|_2$")
-    axs[0].legend(fontsize=9 if len(gaps) > 1 else None)
+    if len(gaps) == 1:
+        axs[0].legend()
+    else:
+        ks = list(dict.fromkeys(k for by_k in gaps.values() for k in by_k))
+        handles = [Line2D([], [], color=f"C{i}", label=f"k = {k}") for i, k in enumerate(ks)]
+        handles += [Line2D([], [], color="0.3", marker=st[0], ls=st[1:], label=name)
+                    for name, st in zip(gaps, styles)]
+        fig.legend(handles=handles, loc="outside lower center", ncol=-(-len(handles) // 2))
     return fig
 
 
@@ -115,9 +131,9 @@ def plot_e2(S_hat: dict[str, dict[int, float]], floor: float = 1e-8, rounding: f
     trajectories agree to float32 rounding, so that an estimate there is no contraction rate."""
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    fig, ax = plt.subplots(figsize=(8, 4.6))
     ax.axhspan(floor / 3, rounding, color="0.92", lw=0, zorder=0)
-    colours, clipped = {}, False
+    colours, kinds, forks, clipped = {}, set(), [], False
     for name, d in S_hat.items():
         task, cell, kind = name.split("/", 2)
         fork = kind not in ("unstable", "stable")
@@ -127,8 +143,12 @@ def plot_e2(S_hat: dict[str, dict[int, float]], floor: float = 1e-8, rounding: f
         rs = sorted(d)
         ys = np.array([max(d[r], floor) for r in rs])
         low = np.array([d[r] < floor for r in rs])
-        ax.plot(rs, ys, marker=marker, markevery=[i for i, x in enumerate(low) if not x],
-                ls=style, color=colour, lw=2.2 if fork else None, label=name)
+        line, = ax.plot(rs, ys, marker=marker, markevery=[i for i, x in enumerate(low) if not x],
+                        ls=style, color=colour, lw=2.2 if fork else None, label=name)
+        if fork:
+            forks.append(line)
+        else:
+            kinds.add(kind)
         if low.any():
             clipped = True
             ax.plot(np.array(rs)[low], ys[low], "v", ls="none", mfc="white", mec=colour, mew=1.5,
@@ -139,11 +159,17 @@ def plot_e2(S_hat: dict[str, dict[int, float]], floor: float = 1e-8, rounding: f
     ax.set_ylim(floor / 3, None)
     ax.set_xlabel("r (steps of the map)")
     ax.set_ylabel(r"$\hat S_r$")
-    handles, labels = ax.get_legend_handles_labels()
-    handles.append(plt.Rectangle((0, 0), 1, 1, color="0.92"))
-    labels.append(rf"float32 rounding level ($< 10^{{{np.log10(rounding):.0f}}}$)")
+    # the legend keys colour (task and cell) and line style (constraint) apart: shorter than one
+    # entry per model, so that it stays legible beside the axes
+    handles = [Line2D([], [], color=c, marker="o", label=f"{task}/{cell}")
+               for (task, cell), c in colours.items()]
+    handles += [Line2D([], [], color="0.3", ls=ls, label=kind)
+                for kind, ls in (("unstable", "-"), ("stable", "--")) if kind in kinds]
+    handles += forks
+    handles.append(plt.Rectangle((0, 0), 1, 1, color="0.92",
+                                 label=rf"float32 rounding level ($< 10^{{{np.log10(rounding):.0f}}}$)"))
     if clipped:
-        handles.append(Line2D([], [], marker="v", ls="none", mfc="white", mec="0.3", mew=1.5, ms=8))
-        labels.append(rf"below $10^{{{np.log10(floor):.0f}}}$ (or 0), drawn there")
-    ax.legend(handles, labels, fontsize=9, loc="center left", bbox_to_anchor=(1.01, 0.5))
+        handles.append(Line2D([], [], marker="v", ls="none", mfc="white", mec="0.3", mew=1.5, ms=8,
+                              label=rf"below $10^{{{np.log10(floor):.0f}}}$ (or 0), drawn there"))
+    ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.01, 0.5))
     return fig

@@ -495,26 +495,27 @@ def c4_slope_table(S: TheorySettings, res: dict[str, np.ndarray]) -> list[dict]:
 # ============================================================================ figures
 def plot_f6(S: TheorySettings, res: dict[str, np.ndarray]) -> "plt.Figure":
     """F6: the median weight gap (A) against k at N = N_k with a λ^k guide, (B) against N at
-    k ∈ {4, 8}, one colour per step-size schedule."""
+    k ∈ {4, 8}, one colour per step-size schedule (one legend for both panels, below them)."""
     import matplotlib.pyplot as plt
     gap = np.median(res["gap"], axis=0)
     ks, N = res["ks"], res["N"]
     j = list(N).index(S.c4_N_k)
-    fig, axs = plt.subplots(1, 2, figsize=(10, 4.2))
+    fig, axs = plt.subplots(1, 2, figsize=(8.2, 4.6))
     for i, s in enumerate(S.c4_schedules):
         style = dict(color=f"C{i}", label=fr"$\alpha={s.name}$")
         axs[0].plot(ks, gap[i, :, j], "o-", **style)
         for kk, ls in zip(S.c4_k_N, ("-", "--")):
-            axs[1].plot(N, gap[i, list(ks).index(kk)], ls=ls, **(style if ls == "-" else {"color": f"C{i}"}))
+            axs[1].plot(N, gap[i, list(ks).index(kk)], ls=ls, color=f"C{i}")
     k4 = list(ks).index(4)
-    axs[0].plot(ks, gap[0, k4, j] * S.c4_lam ** (ks - 4.0), color="0.5", ls=":",
-                label=fr"$\lambda^k$, $\lambda={S.c4_lam:g}$")
+    guide, = axs[0].plot(ks, gap[0, k4, j] * S.c4_lam ** (ks - 4.0), color="0.5", ls=":",
+                         label=fr"$\lambda^k$, $\lambda={S.c4_lam:g}$")
     axs[0].set(yscale="log", xlabel="truncation $k$", ylabel=r"$\|w_k - w_{\rm rec}\|$",
                title=f"(A) after N = {S.c4_N_k} steps")
     axs[1].set(xscale="log", yscale="log", xlabel="SGD steps $N$", ylabel=r"$\|w_k - w_{\rm rec}\|$",
                title=f"(B) k = {S.c4_k_N[0]} (solid), {S.c4_k_N[1]} (dashed)")
-    axs[0].legend(fontsize=9)
-    axs[1].legend(fontsize=9)
+    axs[0].legend(handles=[guide], loc="lower left")  # below the curves, which start high
+    fig.legend(handles=axs[0].get_lines()[:len(S.c4_schedules)], loc="outside lower center",
+               ncol=len(S.c4_schedules))
     return fig
 
 
@@ -523,7 +524,7 @@ def plot_f7(S: TheorySettings, a_grid: np.ndarray = np.linspace(-2, 2, 801)) -> 
     at the smallest and the second-largest T (× marks divergence)."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import SymmetricalLogLocator
-    fig = plt.figure(figsize=(10, 8))
+    fig = plt.figure(figsize=(8, 7.2))
     grid = fig.add_gridspec(2, 2)
     axs = [fig.add_subplot(grid[0, :]), fig.add_subplot(grid[1, 0]), fig.add_subplot(grid[1, 1])]
     for T in S.f7_T:
@@ -532,7 +533,7 @@ def plot_f7(S: TheorySettings, a_grid: np.ndarray = np.linspace(-2, 2, 801)) -> 
     axs[0].axvspan(-2, -1, color="0.9", zorder=0)
     axs[0].axvspan(1, 2, color="0.9", zorder=0)
     axs[0].set(yscale="log", xlabel="$a$", ylabel=r"$|\partial L/\partial a|$", title="(A) gradient")
-    axs[0].legend(fontsize=9)
+    axs[0].legend()
     for ax, T in zip(axs[1:], (S.f7_T[0], S.f7_T[-2])):
         paths = gd_A1(np.array(S.f7_a0), T, S.c2_steps)
         for i, (a0, p) in enumerate(zip(S.f7_a0, paths)):
@@ -544,7 +545,11 @@ def plot_f7(S: TheorySettings, a_grid: np.ndarray = np.linspace(-2, 2, 801)) -> 
                title=f"({'BC'[ax is axs[2]]}) GD, $\\alpha_i = 1/i$, T = {T}")
         ax.set_yscale("symlog", linthresh=1)
         ax.yaxis.set_major_locator(SymmetricalLogLocator(base=100, linthresh=1))  # every 2 decades
-        ax.legend(fontsize=8, ncol=2)
+    # the starts are coloured alike in (B) and (C): one legend, below both, off their data
+    starts = [ln for ln in axs[1].get_lines() if not ln.get_label().startswith("_")]
+    ncol = (len(starts) + 1) // 2  # two rows, read left to right (legends fill columns first)
+    fig.legend(handles=[starts[i + ncol * r] for i in range(ncol) for r in range(2)
+                        if i + ncol * r < len(starts)], loc="outside lower center", ncol=ncol)
     return fig
 
 
@@ -553,7 +558,7 @@ def plot_f8(res: dict[str, np.ndarray], floor: float = 1e-13) -> "plt.Figure":
     Prop. 3 bound (median over instances, dashed), one panel per λ; dotted: C3's rounding floor."""
     import matplotlib.pyplot as plt
     lams, k = res["lams"], res["k"]
-    fig, axs = plt.subplots(1, len(lams), figsize=(10, 3.9), sharey=True)
+    fig, axs = plt.subplots(1, len(lams), figsize=(8.2, 4.0), sharey=True)
     for i, (ax, lam) in enumerate(zip(axs, lams)):
         e = np.where(res["err"][i] > 0, res["err"][i], np.nan)
         ax.fill_between(k, np.nanmin(e, 0), np.nanmax(e, 0), color="C0", alpha=0.25, lw=0)
@@ -563,5 +568,5 @@ def plot_f8(res: dict[str, np.ndarray], floor: float = 1e-13) -> "plt.Figure":
         ax.set(yscale="log", xlabel="truncation $k$", title=fr"$\lambda = {lam:g}$")
     axs[0].set_ylim(bottom=1e-17)
     axs[0].set_ylabel("distance of final states")
-    axs[0].legend(fontsize=9)
+    fig.legend(handles=axs[0].get_lines(), loc="outside lower center", ncol=3)
     return fig
