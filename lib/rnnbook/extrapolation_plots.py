@@ -84,7 +84,7 @@ def plot_convergence(rows: Sequence[dict], example: dict):
     """F4: (a) final L against eps for runs with k > 2 d_hat; (b) L(t) and eps(t) of one run."""
     import matplotlib.pyplot as plt
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4.4))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(8.2, 4.2))
     for i, variant in enumerate(sorted({r["variant"] for r in rows})):
         sub = ex.select(rows, variant=variant)
         a.scatter([r["loss"] for r in sub], [r["eps"] for r in sub], color=f"C{i}",
@@ -122,10 +122,12 @@ def plot_imbalance(check: dict, d: int):
 def plot_spectra(rows: Sequence[dict], lam: Sequence[float], w: Sequence[float]):
     """E1: atoms and weights of learned students (stem plots) against the teacher's."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     ncols = min(len(rows), 2)
     nrows = math.ceil(len(rows) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.8 * ncols, 3.8 * nrows), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.1 * ncols, 3.3 * nrows + 0.4), sharey=True,
+                             squeeze=False)
     axes = axes.ravel()
     for ax in axes[len(rows):]:
         ax.remove()
@@ -135,6 +137,7 @@ def plot_spectra(rows: Sequence[dict], lam: Sequence[float], w: Sequence[float])
         t = ax.stem(lam, w, linefmt="k:", markerfmt="ko", basefmt=" ", label="teacher")
         t.markerline.set(markerfacecolor="none", markersize=11)
         ax.set(title=f"$k={r['k']}$", xlabel=r"atom $\mu_i$")
+        ax.xaxis.set_major_locator(MaxNLocator(5))  # few enough to stay apart at this size
     for ax in axes[::ncols]:
         ax.set_ylabel("weight $w_i$")
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside upper center", ncols=2)
@@ -146,7 +149,7 @@ def plot_gru(res: dict[str, np.ndarray]):
     the reference of a student that copies k taps and is then silent."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.4))
+    fig, axes = plt.subplots(1, 2, figsize=(8.2, 4.6))
     ks = np.unique(res["k"])
     for ax, kind in zip(axes, ("rel_mse", "beyond")):
         for i, L in enumerate(ex.GRU_LENGTHS):
@@ -161,6 +164,6 @@ def plot_gru(res: dict[str, np.ndarray]):
     axes[0].set(ylabel="relative MSE", title="(a) test rel-MSE")
     axes[1].set(title="(b) beyond the training window", ylabel="beyond-window relative MSE")
     axes[1].axhline(1, color="grey", lw=0.8)
-    axes[0].legend(fontsize=9)
-    axes[1].legend(fontsize=9)
+    # one legend for both panels (the same colours), below them, off the per-seed dots
+    fig.legend(handles=axes[0].get_lines(), loc="outside lower center", ncols=2)
     return fig
