@@ -7,9 +7,12 @@ its executed notebook goes to ``_build/executed/`` where ``make book`` may reuse
 """
 from __future__ import annotations
 
+import json
+
 import papermill
 import pytest
 
+from rnnbook.figures import MIN_TEXT_PX
 from rnnbook.paths import chapters
 
 # A bad value that each chapter must refuse through papermill, before any compute: one of the
@@ -44,7 +47,10 @@ def test_chapter_quick_claims(chapter, execution):
     assert failed == expected, (f"{chapter}: claims failed: "
                                 f"{[f'{c.id}: {c.value}' for c in found if c.id in failed - expected]}; "
                                 f"expected to fail but passed: {sorted(expected - failed)}")
-    assert (results_dir / chapter / "figures" / "figures.json").exists()
+    manifest = json.loads((results_dir / chapter / "figures" / "figures.json").read_text())
+    small = {n: e["smallest_text_px"] for n, e in manifest.items()
+             if e["smallest_text_px"] < MIN_TEXT_PX}
+    assert not small, f"{chapter}: figure text smaller than {MIN_TEXT_PX} px on the page: {small}"
 
 
 @pytest.mark.parametrize("chapter", chapters())
