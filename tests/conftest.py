@@ -10,6 +10,7 @@ from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
+import torch
 
 from rnnbook.execute import EXECUTED_DIR, start_many
 
@@ -36,6 +37,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         chapter, parameters, book = run_of(item)
         runs.append((chapter, parameters, root / str(n),
                      EXECUTED_DIR / f"{chapter}.ipynb" if book else None))
+    # The executions fill the cores: a second torch thread here would make every small operation of
+    # the unit tests wait at a barrier for a descheduled thread (a 0.1 s test took 4 min).
+    torch.set_num_threads(1)
     pool, futures = start_many(runs)
     session.stash[EXECUTIONS] = {"pool": pool, "root": root, "by_test": {
         item.nodeid: (run[2], f) for item, run, f in zip(items, runs, futures)}}
