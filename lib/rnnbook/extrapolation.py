@@ -109,9 +109,11 @@ def _random_students(seed: int, runs: int, d: int, K: int):
         yield variant, A, B, C, h_hat, k
 
 
-def _upper_triangle_update(A, B, C, h_hat, k, K: int) -> tuple[np.ndarray, np.ndarray]:
-    """The closed-form G of a symmetric A stored as its upper triangle, and autograd's gradient on
-    that upper triangle (:math:`A` = triu(theta) + triu(theta, 1)^T)."""
+def _upper_triangle_update(seed: int, runs: int, d: int, K: int) -> tuple[np.ndarray, np.ndarray]:
+    """On the non-symmetric students of :func:`_random_students`: the closed-form G of a symmetric
+    A stored as its upper triangle, and autograd's gradient on that upper triangle
+    (:math:`A` = triu(theta) + triu(theta, 1)^T)."""
+    *_, (_, A, B, C, h_hat, k) = _random_students(seed, runs, d, K)
     theta = torch.triu(A).clone().requires_grad_()
     L = population_loss(impulse_response(torch.triu(theta) + torch.triu(theta, 1).transpose(1, 2),
                                          B, C, K), h_hat, k)
@@ -134,16 +136,16 @@ def gradient_check(seed: int, runs: int = 6, d: int = 7, K: int = 5) -> dict[str
         L = population_loss(impulse_response(*P, K), h_hat, k)
         auto = (L.detach(), *torch.autograd.grad(L.sum(), P))
         out[variant] = max(float(np.linalg.norm(a - b.numpy()) / b.norm()) for a, b in zip(closed, auto))
-    G, auto = _upper_triangle_update(A, B, C, h_hat, k, K)  # on the last (non-symmetric) draw
-    out["upper-triangle update"] = float(np.linalg.norm(np.triu(sym_grad(G)) - auto) / np.linalg.norm(auto))
+    G, auto = _upper_triangle_update(seed, runs, d, K)
+    out["upper-triangle update"] = float(np.linalg.norm(np.triu(sym_grad(G)) - auto)
+                                         / np.linalg.norm(auto))
     return out
 
 
 def half_update_error(seed: int, runs: int = 6, d: int = 7, K: int = 5) -> float:
     """The control of C9: relative difference between the wrong update :math:`(G+G^\\top)/2` and
     autograd's upper-triangle gradient, on the same students as :func:`gradient_check`."""
-    *_, (_, A, B, C, h_hat, k) = _random_students(seed, runs, d, K)
-    G, auto = _upper_triangle_update(A, B, C, h_hat, k, K)
+    G, auto = _upper_triangle_update(seed, runs, d, K)
     half = np.triu((G + G.swapaxes(1, 2)) / 2)
     return float(np.linalg.norm(half - auto) / np.linalg.norm(auto))
 
@@ -639,7 +641,7 @@ def transition_check(rows: Sequence[dict], d_hat: int, gate: float, tol: float) 
     return {"median_eps": med, "max_loss": loss, "converged": n_ok,
             "converged_frac_above": float(frac), "judged_below": judged_below,
             "judged_above": judged_above, "a": a, "b": b, "c": c, "a_testable": bool(below),
-            "d_hat": d_hat, "tol": tol, "verdict": verdict, "passed": enough and a and b}
+            "tol": tol, "verdict": verdict, "passed": enough and a and b}
 
 
 def transition_claim(run, rows: Sequence[dict], S: "Settings", cid: str, experiment: str,
@@ -676,7 +678,7 @@ def transition_table(checks: dict[tuple[int, int], dict], verdict: bool = True):
     rows = []
     for (dh, d), c in checks.items():
         for i, k in enumerate(sorted(c["median_eps"])):
-            if k == 1 and k < 2 * dh:
+            if k == 1:
                 rule = "none (k = 1)"
             elif k < 2 * dh:
                 rule = "(a) >= 0.1"
@@ -826,34 +828,38 @@ def spectrum_table(rows: Sequence[dict], lam: Sequence[float], w: Sequence[float
     return table(spectrum_summary(rows, lam, w))
 
 
-def diagonal_table(res: dict[str, np.ndarray], gate: float):
-    """E2: per k, median eps_q over converged seeds (and how many converged) for both students."""
+def diagonal_rows(res: dict[str, np.ndarray], gate: float) -> list[dict]:
+    """E2: per k and student (real, complex), the median eps_q over the seeds that passed the loss
+    gate, how many passed, and how many ran."""
     out = []
     for k in np.unique(res["k"]):
-        row = {"k": int(k)}
+        row = {"k": int(k), "runs": int((res["k"] == k).sum())}
         for name in ("real", "complex"):
-            sel = ((res["k"] == k) & (res[f"{name}_loss"] <= gate) & ~res[f"{name}_diverged"])
+            sel = (res["k"] == k) & (res[f"{name}_loss"] <= gate) & ~res[f"{name}_diverged"]
             row[f"{name}: median eps"] = float(np.median(res[f"{name}_eps"][sel])) if sel.any() else math.nan
-            row[f"{name}: converged"] = f"{int(sel.sum())}/{int((res['k'] == k).sum())}"
+            row[f"{name}: converged"] = int(sel.sum())
         out.append(row)
-    return table(out)
+    return out
+
+
+def diagonal_table(res: dict[str, np.ndarray], gate: float):
+    """E2: :func:`diagonal_rows` as a table ("converged" as passed/ran)."""
+    return table([{"k": r["k"], **{f"{n}: {q}": (f"{r[f'{n}: converged']}/{r['runs']}"
+                                                 if q == "converged" else r[f"{n}: {q}"])
+                                   for n in ("real", "complex") for q in ("median eps", "converged")}}
+                  for r in diagonal_rows(res, gate)])
 
 
 def diagonal_summary(res: dict[str, np.ndarray], gate: float, d_hat: int) -> dict:
-    """E2, above the line (k > 2 d_hat): per k the complex students' median eps_q over converged
-    seeds, whether it falls as k grows, and how many real and complex runs passed the loss gate."""
-    above = [int(k) for k in np.unique(res["k"]) if k > 2 * d_hat]
-    out: dict = {"ks": above}
-    for name in ("real", "complex"):
-        ok = (res[f"{name}_loss"] <= gate) & ~res[f"{name}_diverged"]
-        sel = [(res["k"] == k) & ok for k in above]
-        out[f"{name}_median"] = {k: float(np.median(res[f"{name}_eps"][m])) if m.any() else math.nan
-                                 for k, m in zip(above, sel)}
-        out[f"{name}_converged"] = int(sum(m.sum() for m in sel))
-    out["runs_above"] = int(sum((res["k"] == k).sum() for k in above))
-    med = [v for v in out["complex_median"].values() if not math.isnan(v)]
-    out["complex_monotone"] = all(b <= a for a, b in zip(med, med[1:]))
-    return out
+    """E2, above the line (k > 2 d_hat): per k the complex students' median eps_q, whether it
+    falls as k grows, and how many real and complex runs passed the loss gate."""
+    above = [r for r in diagonal_rows(res, gate) if r["k"] > 2 * d_hat]
+    med = {r["k"]: r["complex: median eps"] for r in above}
+    finite = [v for v in med.values() if not math.isnan(v)]
+    return {"complex_median": med, "complex_monotone": all(b <= a for a, b in zip(finite, finite[1:])),
+            "real_converged": sum(r["real: converged"] for r in above),
+            "complex_converged": sum(r["complex: converged"] for r in above),
+            "runs_above": sum(r["runs"] for r in above)}
 
 
 def diagonal_sweep(cache, lam: Sequence[float], w: Sequence[float], ks: Sequence[int],
@@ -916,12 +922,12 @@ def transition_margins(rows: Sequence[dict], S: Settings) -> dict[str, float]:
             at.setdefault(dh, []).extend(v for k, v in med.items() if k == 2 * dh and not math.isnan(v))
     at_by = {dh: max(v, default=math.nan) for dh, v in at.items()}
     return {"worst_above": max(above, default=math.nan), "best_below": min(below, default=math.nan),
-            "at_line": max(at_by.values(), default=math.nan), "at_line_by_d_hat": at_by}
+            "at_line_by_d_hat": at_by}
 
 
-def by_d_hat(values: dict[int, float], fmt: str = ".3g") -> str:
+def by_d_hat(values: dict[int, float]) -> str:
     """Values per d_hat as prose: '0.08 (d\u0302 = 1) and 0.04 (d\u0302 = 2)'."""
-    parts = [f"{v:{fmt}} (d\u0302 = {dh})" for dh, v in values.items()]
+    parts = [f"{v:.3g} (d\u0302 = {dh})" for dh, v in values.items()]
     return " and ".join([", ".join(parts[:-1]), parts[-1]]) if len(parts) > 1 else "".join(parts)
 
 
