@@ -418,19 +418,19 @@ def f1_figure(run: Run, S: Settings) -> list[dict]:
 F2_GRIDS = {"constant": ("delta", 0.2, 2.0), "inv_exp": ("lam", 0.5, 1.25), "exp": ("lam", 0.75, 1.25)}
 
 
+def f2_grid(Ts: Sequence[int], n: int) -> list[tuple]:
+    """F2's points (T, family, x, δ, λ): ``n`` values of x per family of ``F2_GRIDS`` and T."""
+    return [(T, fam, x, *((x, 1.0) if var == "delta" else (1.0, x)))
+            for T in Ts for fam, (var, lo, hi) in F2_GRIDS.items() for x in np.linspace(lo, hi, n)]
+
+
 def f2_runs(Ts: Sequence[int], n: int, init_scale: float, lr: float, steps: int) -> dict:
     """F2 / C3: GD on the modes for each family of eq. 9 (δ grid for constant, λ grid with δ = 1 for
     inv_exp and exp; ``F2_GRIDS``, our choice), every T in ``Ts``, as one padded program. Each run
     steps at :func:`stable_lr` of its own K5 solution, for the GD time lr × ``steps`` of the
     slowest-stepping run."""
-    rows, s_list = [], []
-    for T in Ts:
-        for fam, (var, lo, hi) in F2_GRIDS.items():
-            for x in np.linspace(lo, hi, n):
-                delta, lam = (x, 1.0) if var == "delta" else (1.0, x)
-                rows.append((T, fam, x, delta, lam))
-                s_list.append(task(fam, T, delta, lam))
-    s, k, mask = pad(s_list)
+    rows = f2_grid(Ts, n)
+    s, k, mask = pad([task(fam, T, delta, lam) for T, fam, _, delta, lam in rows])
     b_th, u_th = (np.array(v) for v in zip(*(zero_loss_solution(f, T, d, l) for T, f, _, d, l in rows)))
     eta = np.array([stable_lr(lr, T, b, u) for (T, *_), b, u in zip(rows, b_th, u_th)])
     x0 = np.full(len(rows), init_scale)
@@ -443,15 +443,11 @@ def f2_runs(Ts: Sequence[int], n: int, init_scale: float, lr: float, steps: int)
             "early": early, "lr": eta}
 
 
-def f2_slowdown(T: int, lr: float, n: int = 200) -> float:
-    """F2: the largest factor by which :func:`stable_lr` lowers ``lr`` on F2's grids (``F2_GRIDS``,
-    ``n`` points each) at length T: the chapter's "the rule lowers the rate by up to ..."."""
-    rates = []
-    for fam, (var, lo, hi) in F2_GRIDS.items():
-        for x in np.linspace(lo, hi, n):
-            delta, lam = (x, 1.0) if var == "delta" else (1.0, x)
-            rates.append(stable_lr(lr, T, *zero_loss_solution(fam, T, delta, lam)))
-    return lr / min(rates)
+def f2_slowdown(T: int, lr: float, n: int) -> float:
+    """F2: the largest factor by which :func:`stable_lr` lowers ``lr`` on F2's grid
+    (:func:`f2_grid`, ``n`` points per family) at length T: "the rule lowers the rate by up to ..."."""
+    return lr / min(stable_lr(lr, T, *zero_loss_solution(fam, T, delta, lam))
+                    for T, fam, _, delta, lam in f2_grid([T], n))
 
 
 def f2_check(f2: dict, tol: float) -> dict:
@@ -753,7 +749,7 @@ def plot_f1(f1s: Sequence[dict]):
         T = int(f1["T"])
         row[0].set(xlabel="GD step", ylabel="$ac$", title=f"$ac$ (b frozen at $\\lambda$), T = {T}")
         row[1].set(xlabel="GD step", ylabel="$b$", title=f"$b$ (ac frozen at $\\delta$), T = {T}")
-    fig.legend(*axes[0, 1].get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize=11)
+    fig.legend(*axes[0, 1].get_legend_handles_labels(), loc="outside lower center", ncol=3)
     return fig
 
 
@@ -784,7 +780,7 @@ def plot_f2(f2: dict):
                 ax.set_ylim(mid - 0.5, mid + 0.5)
     axes[0, 0].set_ylabel("$b$")
     axes[1, 0].set_ylabel("$ac$")
-    axes[0, 0].legend(fontsize=11)
+    axes[0, 0].legend()
     return fig
 
 
@@ -816,7 +812,7 @@ def plot_f3(f3: dict):
         axes[2 * it + 1, 0].set_ylabel("$ac$")
     # one legend above the panels (inside, it would cover the curves)
     fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside upper center",
-               ncol=len(f3["kappa"]), fontsize=11)
+               ncol=len(f3["kappa"]))
     return fig
 
 
@@ -872,7 +868,7 @@ def plot_f5(phase: dict[int, dict], B: float):
         ax.axvline(1, color="0.5", lw=1, ls="-.")
         ax.set(xlabel="$\\beta$", ylabel=lab)
     axes[0].set_title(f"b in [-{B:g}, {B:g}]")
-    axes[0].legend(fontsize=11)
+    axes[0].legend()
     axes[2].set_ylim(0, 3)
     return fig
 
@@ -894,7 +890,7 @@ def plot_f9(f9: dict):
                 ax.plot(f9["step"], fn(f9[key][r]), color=f"C{n}", label=lab)
                 ax.axhline(fn(f9[key + "_star"][r]), color=f"C{n}", ls=":", lw=1)
         axes[ig, 0].set_ylabel(g)
-        axes[ig, -1].legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=11)
+        axes[ig, -1].legend(loc="center left", bbox_to_anchor=(1.02, 0.5))
     for j, t in enumerate(("|b|", "arg b", "|ac|", "arg ac")):
         axes[0, j].set_title(t)
         axes[-1, j].set_xlabel("GD step")
@@ -919,7 +915,7 @@ def plot_f10(f10: dict):
     for x in (0.3, 3):
         ax.axvline(x, color="0.6", lw=1, ls=":")
     ax.set(xscale="log", xlabel="$\\beta/\\kappa$", ylabel="learned $b$")
-    ax.legend(fontsize=11)
+    ax.legend()
     return fig
 
 
@@ -946,7 +942,7 @@ def plot_e1(Ts=(5, 10, 20, 50)):
     axes[1].plot(b, rl, "--k", label="$1/(1-b^2)$")
     axes[0].set(yscale="log", xlabel="$b$", ylabel="$\\sum_k k^2 b^{2(k-1)}$", title="curvature in $b$ (u = 1)")
     axes[1].set(yscale="log", xlabel="$b$", ylabel="$\\sum_k b^{2k}$", title="regulariser / $u^2$")
-    axes[0].legend(fontsize=11)
+    axes[0].legend()
     return fig
 
 
@@ -1059,9 +1055,10 @@ class Settings:
     def f9_T(self):
         return self.pick(5, 10)
 
-    def f9_lr_steps(self) -> tuple[float, int]:
-        """F9: :func:`stable_lr` at the largest target, |b| = 1.05 with |ac| = 1, same GD time."""
-        lr = stable_lr(self.lr, self.f9_T, 1.05, 1.0)
+    def f9_lr_steps(self, T: int | None = None) -> tuple[float, int]:
+        """F9: :func:`stable_lr` at the largest target, |b| = 1.05 with |ac| = 1, same GD time; at
+        length ``T`` (default: F9's own)."""
+        lr = stable_lr(self.lr, T or self.f9_T, 1.05, 1.0)
         return lr, int(round(self.steps * self.lr / lr))
 
     @property

@@ -504,7 +504,7 @@ def plot_f7(sens: dict):
         ax.plot([], [], "-", color="C0", label="$W_h$")
         ax.plot([], [], "--", color="C1", label="$W_yW_x$")
         ax.set(xlabel="GD step", ylabel="singular values", title=rule)
-        ax.legend(loc="center right", fontsize=11)  # clear of the lines at 1 and 1/T
+        ax.legend(loc="center right")  # clear of the lines at 1 and 1/T
     for rule, col in (("sum", "C0"), ("mean", "C1")):
         r = sens["rule"] == rule
         mse = sens["rel_mse"][r]
@@ -531,7 +531,7 @@ def plot_f8(stab: dict):
     axes[0].set(xlabel="GD step", ylabel="singular values of $W_h$")
     axes[0].legend()
     axes[1].set(yscale="log", xlabel="GD step", ylabel="gradient norm")
-    axes[1].legend(fontsize=11)
+    axes[1].legend()
     for ax in axes:
         ax.xaxis.set_major_locator(MaxNLocator(5))
     return fig
