@@ -725,6 +725,11 @@ def best_lr(rows: Sequence[dict], **match) -> dict:
     return {"lr": lr, "loss": means[lr], "sem": sem, "n": len(v)}
 
 
+def lr_grid(lrs: Sequence[float]) -> str:
+    """A learning-rate grid as the text and captions write it: ``{0.001, 0.0032}``."""
+    return "{" + ", ".join(f"{x:g}" for x in lrs) + "}"
+
+
 def f3_grid_notes(rows: Sequence[dict], f3: dict[str, dict[float, dict]], lrs: dict[str, list[float]],
                   lru_twins: Sequence[str], nu0: float) -> dict[str, object]:
     """F3, for the text: the LRU's loss growth from the smallest ν0 to ``nu0`` (``lru_growth``), the
@@ -742,7 +747,7 @@ def f3_grid_notes(rows: Sequence[dict], f3: dict[str, dict[float, dict]], lrs: d
         above += (", so for that point the grid's top is bracketed."
                   if min(r["final"] for r in up) > f3["LRU"][nu0]["loss"] else ".")
     return {"lru_growth": f3["LRU"][nu0]["loss"] / f3["LRU"][min(f3["LRU"])]["loss"],
-            "grids": "; ".join(f"{m} {{{', '.join(f'{x:g}' for x in lrs[m])}}}" for m in f3),
+            "grids": "; ".join(f"{m} {lr_grid(lrs[m])}" for m in f3),
             "top": f"all {n}" if top == n else f"{top} of the {n}",
             "above": above or "No other run of this page brackets them."}
 
@@ -889,8 +894,8 @@ def e1_numbers(sens: dict[str, dict[float, float]], curves: dict[str, np.ndarray
     out["brk"] = f"all {len(sgd)}" if up == len(sgd) else f"{up} of the {len(sgd)}"
     out["bottom"] = ", ".join(r["run"].replace("nu0=", "ν0 = ") for r in sgd
                               if r["next lr down"].startswith("none")) or "none"
-    aw = [t[lr] / sens[k[:-1]][lr] for k, t in sens.items() if k.endswith("AdamW") for lr in t
-          if lr in sens[k[:-1]]]
+    adam = {k: sens[k.replace("AdamW", "Adam")] for k in sens if k.endswith("AdamW")}
+    aw = [t[lr] / adam[k][lr] for k, t in sens.items() if k in adam for lr in t if lr in adam[k]]
     out["aw_lo"], out["aw_hi"] = (min(aw), max(aw)) if aw else (math.nan, math.nan)
     return out
 
@@ -1130,7 +1135,7 @@ def f9_summary(rows: Sequence[dict]) -> dict[str, float]:
     """F9: the extremes of :func:`f9_ratios` over 0 < ρ < 1 (lo, hi: smallest and largest ratio;
     p1, p99: the percentiles; pk_lo, pk_hi: at the peak) and the largest distance from 1 at
     ρ ∈ {0, 1} (end; NaN without those ρ)."""
-    mid = [r for r in rows if 0 < r["rho"] < 1] or list(rows)
+    mid = [r for r in rows if 0 < r["rho"] < 1]
     ends = [max(abs(r["min"] - 1), abs(r["max"] - 1)) for r in rows if r["rho"] in (0, 1)]
     return {"lo": min(r["min"] for r in mid), "hi": max(r["max"] for r in mid),
             "p1": min(r["1st pct"] for r in mid), "p99": max(r["99th pct"] for r in mid),
