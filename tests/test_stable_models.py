@@ -343,15 +343,14 @@ def test_initial_norm_leaves_the_global_generator_alone():
 
 # ---------------------------------------------------------------------------- presentation
 def test_c5_context_costs_and_full_tolerances():
-    S = st.resolve(**RESOLVE | {"tasks": None})
     gap = {"jsb": {"rnn": -0.16, "lstm": 0.07}, "atis": {"rnn": -1.75, "lstm": -2.45},
            "ptb_char": {"rnn": 0.21, "lstm": 0.38}}
-    ctx = st.c5_context(gap, S)
+    ctx = st.c5_context(gap)
     assert ctx["cost_atis_rnn"] == pytest.approx(1.75)  # F1 lost by the stable model, counted up
     assert ctx["cost_jsb_rnn"] == pytest.approx(-0.16)  # a negative cost: the stable model is better
     assert ctx["c5_over_full"] == "ATIS RNN, ATIS LSTM, PTB characters RNN"
     assert "ATIS +0.0 (RNN) and +0.5 (LSTM) F1 points" in ctx["c5_paper"]
-    assert math.isnan(st.c5_context({"jsb": gap["jsb"]}, S)["cost_atis_rnn"])  # a task not run
+    assert math.isnan(st.c5_context({"jsb": gap["jsb"]})["cost_atis_rnn"])  # a task not run
 
 
 def test_settings_table_has_one_column_per_task():

@@ -123,7 +123,12 @@ def plot_e1(norms: dict[str, list[float]]):
     return fig
 
 
-def plot_e2(S_hat: dict[str, dict[int, float]], floor: float = 1e-8, rounding: float = 1e-5):
+E2_FLOOR = 1e-8  # E2: smaller estimates (or an exact 0) are drawn here
+E2_ROUNDING = 1e-5  # E2: below this the two trajectories agree to float32 rounding
+
+
+def plot_e2(S_hat: dict[str, dict[int, float]], floor: float = E2_FLOOR,
+            rounding: float = E2_ROUNDING):
     """E2: contraction estimates :math:`\\hat S_r` against r for every model: colour by task and
     cell, line style by constraint (solid unconstrained, dashed stable); the fork's LSTM in black,
     dotted, with diamonds. Values below ``floor`` (down to an exact 0, a difference lost to float32)

@@ -847,7 +847,7 @@ def c5_checks(gap: dict, res: dict, S: Settings) -> dict:
     return {"value": value, "tolerance": "; ".join(text), "passed": bool(ok)}
 
 
-def c5_context(gap: dict, S: Settings) -> dict[str, float | str]:
+def c5_context(gap: dict) -> dict[str, float | str]:
     """Glue values that put C5's gaps in context: the cost of stability per checked model (how much
     worse the stable model is, in the metric's units: F1 counted down, NLL and bpc up; negative:
     better), the models whose gap exceeds the full profile's tolerance, and the same cost in the
@@ -1149,9 +1149,9 @@ def e2_contraction(run, S: Settings, tds: dict) -> dict:
     run.save_figure(smp.plot_e2(out), "E2", "Contraction estimates $\\hat S_r$ (a lower bound on "
                     "the $r$-step Lipschitz constant on reachable states) against $r$. Colour: task "
                     "and cell; solid: unconstrained, dashed: stable; black, dotted, diamonds: the "
-                    "fork's LSTM; grey dashed line: 1. Shaded: below $10^{-5}$, where the two "
-                    "trajectories agree to float32 rounding (no contraction rate); open triangle: "
-                    "a value below $10^{-8}$ (or exactly 0), drawn at $10^{-8}$.")
+                    f"fork's LSTM; grey dashed line: 1. Shaded: below {smp.E2_ROUNDING:.0e}, where "
+                    "the two trajectories agree to float32 rounding (no contraction rate); open "
+                    f"triangle: a value below {smp.E2_FLOOR:.0e} (or exactly 0), drawn there.")
     nets = {n: fit(run.cache, S, tds[e.task], e.cell, e.stable, S.seeds[0], **e.kwargs)[1]
             for n, e in e2.items()}
     rows = [{"model": n, "‖W_hh‖₂": nets[n].W_hh_norm(), **{f"Ŝ_{r}": v for r, v in d.items()}}
