@@ -3,7 +3,8 @@
 An entry is keyed by a hash of its name, its configuration and the results version
 (:func:`rnnbook.paths.results_version`; a chapter's own in a chapter's cache), so a change to
 either is a miss, never a stale hit. Entries are ``.npz`` files of plain arrays (loaded with
-``allow_pickle=False``) written atomically, with a JSON sidecar of the configuration for humans. A sweep cached entry by entry resumes where it stopped.
+``allow_pickle=False``) written atomically, with a JSON sidecar of the configuration for humans. A
+sweep cached entry by entry resumes where it stopped.
 """
 from __future__ import annotations
 
