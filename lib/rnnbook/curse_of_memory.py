@@ -710,13 +710,19 @@ def sweep(cache, name: str, cfgs: Sequence[RunCfg], S: Settings, device, progres
     return rows
 
 
-def best_lr(rows: Sequence[dict], **match) -> dict:
-    """Per (model, nu0, ...): the lr with the lowest mean final loss over seeds (Adam runs unless
-    ``opt`` is given); returns mean, s.e.m."""
+def cosine_runs(rows: Sequence[dict], **match) -> list[dict]:
+    """The cosine-schedule runs whose fields equal ``match`` (Adam's unless ``opt`` is given); a
+    field given a list or tuple matches any of its values. F3, F10, C10 and the ablation select by it."""
     match.setdefault("opt", "adam")
-    sel = [r for r in rows if r["schedule"] == "cosine" and all(r[k] == v for k, v in match.items())]
+    hit = lambda r, k, v: r[k] in v if isinstance(v, (list, tuple)) else r[k] == v  # noqa: E731
+    return [r for r in rows if r["schedule"] == "cosine" and all(hit(r, k, v) for k, v in match.items())]
+
+
+def best_lr(rows: Sequence[dict], **match) -> dict:
+    """Per (model, nu0, ...): the lr with the lowest mean final loss over seeds of
+    :func:`cosine_runs` ``(rows, **match)``; returns mean, s.e.m."""
     by_lr: dict[float, list[float]] = {}
-    for r in sel:
+    for r in cosine_runs(rows, **match):
         by_lr.setdefault(r["lr"], []).append(r["final"])
     means = {lr: float(np.mean(v)) if np.all(np.isfinite(v)) else math.inf for lr, v in by_lr.items()}
     lr = min(means, key=means.get)
@@ -739,8 +745,7 @@ def f3_grid_notes(rows: Sequence[dict], f3: dict[str, dict[float, dict]], lrs: d
     ``nu0``."""
     top = sum(r["lr"] == max(lrs[m]) for m, t in f3.items() for r in t.values())
     n = sum(len(t) for t in f3.values())
-    up = [r for r in rows if r["model"] in lru_twins and r["nu0"] == nu0 and r["opt"] == "adam"
-          and r["schedule"] == "cosine" and r["lr"] > max(lrs["LRU"])]
+    up = [r for r in cosine_runs(rows, model=list(lru_twins), nu0=nu0) if r["lr"] > max(lrs["LRU"])]
     above = "; ".join(f"F10's runs include the LRU at ν0 = {nu0} and learning rate {r['lr']:g}, "
                       f"otherwise identical: it ends at {r['final']:.2g}" for r in up)
     if up:
@@ -792,10 +797,8 @@ def f10_lr_table(rows: Sequence[dict], names: dict[tuple[str, float], list[str]]
     one seed, or the mean over seeds), so that θ0 can be compared at equal learning rates."""
     cells: dict[tuple[str, float], dict[str, list[float]]] = {}
     for (m, th), ns in names.items():
-        for r in rows:
-            if r["model"] in ns and r["nu0"] == nu0 and r["theta0"] == th and r["opt"] == "adam" \
-                    and r["schedule"] == "cosine":
-                cells.setdefault((m, r["lr"]), {}).setdefault(f"{th / math.pi:.3g}π", []).append(r["final"])
+        for r in cosine_runs(rows, model=ns, nu0=nu0, theta0=th):
+            cells.setdefault((m, r["lr"]), {}).setdefault(f"{th / math.pi:.3g}π", []).append(r["final"])
     return [{"model": m, "lr": lr, **{k: float(np.mean(v)) for k, v in t.items()}}
             for (m, lr), t in sorted(cells.items())]
 
@@ -910,8 +913,7 @@ def heads_table(rows: Sequence[dict], heads: Sequence[int], nu0: float, d_h: int
         if not any(r["model"] == name and r["nu0"] == nu0 for r in rows):
             continue
         best = best_lr(rows, model=name, nu0=nu0)
-        r = next(r for r in rows if r["model"] == name and r["nu0"] == nu0 and r["lr"] == best["lr"]
-                 and r["opt"] == "adam" and r["schedule"] == "cosine")
+        r = cosine_runs(rows, model=name, nu0=nu0, lr=best["lr"])[0]
         out_h.append(h)
         out_l.append(best["loss"])
         out_lr.append(best["lr"])
