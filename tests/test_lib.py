@@ -906,15 +906,14 @@ def _fake_execution(chapter: str, path: Path, **stamp_changes) -> None:
     for i, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
         cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"out {i}\n")]
         cell.execution_count = i + 1
-    nb.metadata["rnnbook"] = {"source_sha256": execute.source_hash(chapter),
-                              "code_version": paths.code_version(chapter), "parameters": {},
-                              **stamp_changes}
+    nb.metadata["rnnbook"] = {**execute.execution_stamp(chapter, {}), **stamp_changes}
     nbformat.write(nb, path)
 
 
 @pytest.mark.parametrize(("change", "reused"), [
     ({}, True), ({"code_version": "0" * 16}, False), ({"source_sha256": "0" * 64}, False),
-    ({"parameters": {"profile": "full"}}, False), ("error", False)])
+    ({"parameters": {"profile": "full"}}, False), ({"full_results": "0" * 16}, False),
+    ("error", False)])
 def test_book_reuses_only_fresh_clean_executions(tmp_path, change, reused):
     chapter = paths.chapters()[0]
     executed = tmp_path / "executed"
@@ -1059,6 +1058,37 @@ def test_full_results_beside_quick(tmp_path):
             in rnnbook.display.full_results_html("demo", quick, tmp_path))
     assert "<td>C1</td><td>0.123</td><td>reproduced</td><td>0.5</td><td>not reproduced</td><td>✗</td>" in text
     assert "<td>C2</td><td>2</td><td>partly</td><td></td><td></td><td></td>" in text
+
+
+def test_full_figures_shown_with_their_run(tmp_path):
+    full = tmp_path / "full"
+    assert rnnbook.display.full_figures_myst("demo", full) == ""
+    figures.save_figure(_figure((2, 1.5)), "F1", "cap {eq}`x`", full / "demo" / "figures", "demo",
+                        show=False)
+    assert rnnbook.display.full_figures_myst("demo", full) == ""  # no run record: unfinished
+    (full / "demo" / "run.json").write_text(json.dumps({
+        "finished": "2026-12-01T10:00:00Z", "device": "cpu", "commit": "abc",
+        "parameters": {"profile": "full", "seed": 4}}))
+    text = rnnbook.display.full_figures_myst("demo", full)
+    assert ":name: fig-demo-F1-full" in text and "**F1, full profile.** cap {eq}`x`" in text
+    key = re.search(r"rnnbook-key-(\w+)", text).group(1)
+    record = json.loads((paths.FIGURE_STORE / f"{key}.json").read_text())
+    assert {k: record[k] for k in ("chapter", "name", "profile", "seed", "device", "commit", "date")} \
+        == {"chapter": "demo", "name": "F1-full", "profile": "full", "seed": 4, "device": "cpu",
+            "commit": "abc", "date": "2026-12-01T10:00:00Z"}
+    assert (paths.FIGURE_STORE / f"{key}.png").read_bytes() == \
+        (full / "demo" / "figures" / "F1.png").read_bytes()
+
+
+def test_full_results_change_the_execution_stamp(tmp_path, monkeypatch):
+    monkeypatch.setattr(execute, "FULL_RESULTS_DIR", tmp_path)
+    chapter = paths.chapters()[0]
+    before = execute.execution_stamp(chapter, {})
+    _claims(tmp_path / chapter / "cache" / "x.json")  # the cache is not committed, not shown
+    assert execute.execution_stamp(chapter, {}) == before
+    (tmp_path / chapter / "figures").mkdir()
+    (tmp_path / chapter / "figures" / "F1.png").write_bytes(b"png")
+    assert execute.execution_stamp(chapter, {})["full_results"] != before["full_results"]
 
 
 def test_run_record(tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import inspect
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -51,8 +52,6 @@ def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULT
     """The committed full-profile claims of ``chapter`` (``<root>/<chapter>/claims.json`` with the
     run record ``run.json`` of a finished run) beside this run's ``quick`` ones, labelled with where
     and when they were made; or a short note saying that none are committed and how to make them."""
-    import json
-
     from rnnbook.claims import load
 
     folder = root / chapter
@@ -89,3 +88,29 @@ def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULT
     return (f'<div class="claims-table rnnbook-full-results"><p><strong>{html.escape(label)}'
             f'</strong></p><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}'
             "</tbody></table></div>")
+
+
+def full_figures_myst(chapter: str, root: Path = FULL_RESULTS_DIR) -> str:
+    """The committed full-profile figures of ``chapter`` (``<root>/<chapter>/figures/`` with their
+    captions in its ``figures.json``) as MyST figures labelled ``fig-<chapter>-<name>-full``, for a
+    quick page to show after :func:`full_results_html`. Each is stored with the full run's
+    provenance (``run.json``), so the book links it to its files as ``<name>-full.{png,svg}``.
+    Empty without a finished full run."""
+    from rnnbook.figures import figure_myst, label, store
+
+    folder = root / chapter
+    manifest = folder / "figures" / "figures.json"
+    if not manifest.exists() or not (folder / "run.json").exists():
+        return ""
+    record = json.loads((folder / "run.json").read_text())
+    made = {"profile": "full", "device": record.get("device"), "commit": record.get("commit"),
+            "date": record.get("finished", ""),
+            **{k: v for k, v in record.get("parameters", {}).items() if k == "seed"}}
+    out = []
+    for name, entry in json.loads(manifest.read_text()).items():
+        paths = {fmt: folder / "figures" / f"{name}.{fmt}" for fmt in ("png", "svg")}
+        key = store(paths, {"chapter": chapter, "name": f"{name}-full", "caption": entry["caption"],
+                            **made})
+        out.append(figure_myst(paths["png"], label(chapter, f"{name}-full"),
+                               f"**{name}, full profile.** {entry['caption']}", key))
+    return "\n".join(out)

@@ -48,6 +48,28 @@ def source_hash(chapter: str) -> str:
     return hashlib.sha256(chapter_source(chapter).read_bytes()).hexdigest()
 
 
+def full_results_files(chapter: str = "*") -> list[Path]:
+    """The committed full-profile results that a quick page shows: ``claims.json``, ``run.json``
+    and ``figures/`` under ``data/results/full/<chapter>/`` (all chapters by default)."""
+    return sorted(p for pattern in ("claims.json", "run.json", "figures/*")
+                  for p in FULL_RESULTS_DIR.glob(f"{chapter}/{pattern}") if p.is_file())
+
+
+def full_results_hash(chapter: str) -> str:
+    """A hash of :func:`full_results_files` of ``chapter``: an execution that shows them is reused
+    only while they are unchanged (so ``make full`` is followed by a book that shows its results)."""
+    h = hashlib.sha256()
+    for path in full_results_files(chapter):
+        h.update(path.relative_to(FULL_RESULTS_DIR).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def execution_stamp(chapter: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    """What an execution of ``chapter`` was made from; the book reuses it only if all is current."""
+    return {"source_sha256": source_hash(chapter), "code_version": code_version(chapter),
+            "full_results": full_results_hash(chapter), "parameters": parameters}
+
+
 @contextlib.contextmanager
 def _env(**values: str) -> Iterator[None]:
     old = {k: os.environ.get(k) for k in values}
@@ -80,8 +102,7 @@ def execute_chapter(chapter: str, parameters: dict[str, Any] | None = None,
     out = Path(output) if output else root / chapter / f"{chapter}.ipynb"
     out.parent.mkdir(parents=True, exist_ok=True)
     nb = jupytext.read(chapter_source(chapter))
-    nb.metadata["rnnbook"] = {"source_sha256": source_hash(chapter),
-                              "code_version": code_version(chapter), "parameters": parameters}
+    nb.metadata["rnnbook"] = execution_stamp(chapter, parameters)
     (root / chapter).mkdir(parents=True, exist_ok=True)
     (root / chapter / RUN_RECORD).unlink(missing_ok=True)
     reused = len(list((root / chapter / "cache").glob("*.json")))  # a resumed run's finished work
@@ -210,8 +231,8 @@ def run_record(chapter: str, parameters: dict[str, Any], started: datetime.datet
 
 def reusable_execution(chapter: str, executed_dir: Path = EXECUTED_DIR) -> nbformat.NotebookNode | None:
     """The chapter as the book reads it, with the outputs of its execution in ``executed_dir`` --
-    if that execution is fresh: default parameters, no error, chapter source and library code
-    version unchanged, the same code cells -- else None."""
+    if that execution is fresh: default parameters, no error, chapter source, library code version
+    and committed full results unchanged (:func:`execution_stamp`), the same code cells -- else None."""
     from myst_nb.core.read import read_myst_markdown_notebook
 
     path = executed_dir / f"{chapter}.ipynb"
@@ -220,9 +241,7 @@ def reusable_execution(chapter: str, executed_dir: Path = EXECUTED_DIR) -> nbfor
     executed = nbformat.read(path, as_version=4)
     if any(o.get("output_type") == "error" for c in executed.cells for o in c.get("outputs", [])):
         return None
-    stamp = executed.metadata.get("rnnbook", {})
-    if stamp != {"source_sha256": source_hash(chapter), "code_version": code_version(chapter),
-                 "parameters": {}}:
+    if executed.metadata.get("rnnbook", {}) != execution_stamp(chapter, {}):
         return None
     nb = read_myst_markdown_notebook(chapter_source(chapter).read_text())
     src = [c for c in nb.cells if c.cell_type == "code"]
@@ -300,7 +319,7 @@ def book_inputs() -> str:
     h = hashlib.sha256(code_version().encode())
     files = [*BOOK_ROOT.glob("*.md"), *BOOK_ROOT.glob("*.yml"), *BOOK_ROOT.glob("*.bib"),
              *CHAPTERS_DIR.glob("*.md"), *(BOOK_ROOT / "_static").rglob("*"),
-             *FULL_RESULTS_DIR.glob("*/claims.json"), *FULL_RESULTS_DIR.glob("*/run.json")]
+             *full_results_files()]
     for path in sorted(p for p in files if p.is_file()):
         h.update(path.relative_to(BOOK_ROOT).as_posix().encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]

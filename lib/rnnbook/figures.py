@@ -206,7 +206,8 @@ def _link_figures(app, doctree, docname: str) -> None:
         links += nodes.Text(" · ")
         links += nodes.reference("", "SVG", refuri=urls["svg"], classes=["rnnbook-figure-file"])
         if "profile" in record:
-            links += nodes.Text(f" — {record['profile']} profile, seed {record.get('seed')}, commit "
+            seed = f", seed {record['seed']}" if "seed" in record else ""
+            links += nodes.Text(f" — {record['profile']} profile{seed}, commit "
                                 f"{record.get('commit')}, {record.get('date', '')[:10]}")
         legend = next(iter(fig.findall(nodes.legend)), None)
         if legend is None:

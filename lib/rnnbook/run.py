@@ -22,7 +22,7 @@ from tqdm.std import tqdm
 from rnnbook import params
 from rnnbook.cache import Cache
 from rnnbook.claims import Claim, Claims
-from rnnbook.display import full_results_html
+from rnnbook.display import full_figures_myst, full_results_html
 from rnnbook.figures import provenance, save_figure, use_style
 from rnnbook.paths import code_version, default_results_dir, results_version
 
@@ -70,10 +70,13 @@ class Run:
     def show_claims(self) -> None:
         """Show the claims table (the chapter's last cell), and beside it the committed
         full-profile results of the chapter when this is a quick run."""
-        from IPython.display import HTML, display
+        from IPython.display import HTML, Markdown, display
         display(HTML(self.claims.table_html()))
         if self.profile == "quick":
             display(HTML(full_results_html(self.chapter, self.claims.items)))
+            figures = full_figures_myst(self.chapter)
+            if figures:
+                display(Markdown("The figures of that full-profile run:\n\n" + figures))
 
     def banner(self) -> None:
         """Show how this run was made (profile, device, seed, code version)."""
