@@ -53,6 +53,14 @@ def test_a1_gd_diverges_from_unstable_start_and_stays_at_the_optimum():
     assert steps[1] >= 1 and np.isnan(path[1, -1])
 
 
+
+def test_a1_table_and_diverging_lengths_agree():
+    S = smt.theory_settings("quick")
+    for row in smt.a1_divergence_table(S):
+        assert [int(k[4:]) for k, v in row.items() if k.startswith("T = ") and v != "-"] == \
+            smt.diverging_lengths(S, row["a0"])
+    assert smt.diverging_lengths(S, -0.5) == [] and smt.diverging_lengths(S, -1.1) == [10, 20, 50]
+
 # ----------------------------------------------------------------------------- projections (C1)
 SMALL = replace(smt.theory_settings("quick"), c1_count=24, c1_n=16, c1_Z=100, c1_lstms=3)
 

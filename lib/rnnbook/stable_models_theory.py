@@ -249,14 +249,26 @@ def a1_results(S: TheorySettings) -> dict:
     return {"divergence_step": steps, "ratio_a": a, "ratio": ratio}
 
 
-def a1_divergence_table(S: TheorySettings) -> list[dict]:
-    """C2/F7: the first GD step with :math:`|a| > 10^6` (or "-" if none within ``S.c2_steps``) from
-    every :math:`a_0` of C2 and F7, at T = 5 (shown, not claimed) and the claim's T."""
+def a1_divergence(S: TheorySettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """C2/F7 (Table A.1): every :math:`a_0` of C2 and F7, the lengths T (5, shown but not claimed,
+    and the claim's), and the first GD step with :math:`|a| > 10^6` (-1: none within
+    ``S.c2_steps``) per (a0, T)."""
     a0 = np.array(sorted(set(S.c2_a0) | set(S.f7_a0)))
     T = np.array((S.f7_T[0],) + S.c2_T)
-    steps = divergence_step(gd_A1(a0[:, None], T[None, :], S.c2_steps))
+    return a0, T, divergence_step(gd_A1(a0[:, None], T[None, :], S.c2_steps))
+
+
+def a1_divergence_table(S: TheorySettings) -> list[dict]:
+    """Table A.1: :func:`a1_divergence` as rows, "-" where GD did not diverge."""
+    a0, T, steps = a1_divergence(S)
     return [{"a0": a, **{f"T = {t}": (int(d) if d >= 0 else "-") for t, d in zip(T, row)}}
             for a, row in zip(a0, steps)]
+
+
+def diverging_lengths(S: TheorySettings, a0: float) -> list[int]:
+    """Table A.1: the lengths T at which GD from ``a0`` diverges."""
+    starts, T, steps = a1_divergence(S)
+    return [int(t) for t, d in zip(T, steps[list(starts).index(a0)]) if d >= 0]
 
 
 # ============================================================================ C3/F8: Prop. 3
