@@ -353,7 +353,7 @@ def test_sensory_check_reads_the_driven_singular_values():
 # ----------------------------------------------------------------------------- parameters
 @pytest.mark.parametrize(("name", "value"), [("profile", "fast"), ("T", 0), ("lr", -0.01), ("lr", 0),
                                              ("steps", 0), ("init_scale", 0), ("b0", -1),
-                                             ("T", 2.5)])
+                                             ("T", 2.5), ("a5_hidden", 2)])
 def test_resolve_refuses(name, value):
     kw = {"profile": "quick", "T": 6, "init_scale": 0.1, "lr": 0.01, "steps": 100, "b0": 0.8}
     kw[name] = value

@@ -987,6 +987,7 @@ class Settings:
     steps: int
     b0: float
     full: bool
+    a5_hidden: int = 300  # N_h of the full profile's Fig. A5 networks (the paper's 300)
 
     def pick(self, quick, full):
         return full if self.full else quick
@@ -1074,7 +1075,7 @@ class Settings:
         return self.pick(1e-3, 1e-4)
 
 
-def resolve(profile: str, T, init_scale, lr, steps, b0) -> Settings:
+def resolve(profile: str, T, init_scale, lr, steps, b0, a5_hidden=300) -> Settings:
     """Check every chapter parameter, raising :class:`rnnbook.ParameterError` before any compute."""
     params.choice("profile", profile, params.PROFILES)
     T = params.integer("T", T, lo=2, hi=20)  # T = 1 has no recurrence to learn
@@ -1082,4 +1083,5 @@ def resolve(profile: str, T, init_scale, lr, steps, b0) -> Settings:
     lr = params.real("lr", lr, lo=0, hi=0.05, lo_open=True)
     steps = params.integer("steps", steps, lo=1, hi=10_000_000)
     b0 = params.real("b0", b0, lo=0, hi=2, lo_open=True)
-    return Settings(T, init_scale, lr, steps, b0, profile == "full")
+    a5_hidden = params.integer("a5_hidden", a5_hidden, lo=4, hi=4096)  # at least the task's N = 4
+    return Settings(T, init_scale, lr, steps, b0, profile == "full", a5_hidden)

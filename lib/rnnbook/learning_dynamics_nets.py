@@ -551,21 +551,22 @@ def f6_figure(run: Run, S: ld.Settings) -> dict[str, np.ndarray]:
                     f"{len(seeds)} seed(s); white: at least one seed did not converge. Numbers: D. The aligned network with "
                     "$\\sigma = 1$ starts at the solution ($a = b = c = 1$) and does not move.")
     if S.full:
-        a5_a7_figure(run, Ts, sigmas, seeds)
+        a5_a7_figure(run, Ts, sigmas, seeds, S.a5_hidden)
     return ntk
 
 
-def a5_a7_figure(run: Run, Ts: Sequence[int], sigmas: Sequence[float], seeds: Sequence[int]) -> None:
-    """F6, full profile (Figs. A5, A7): unaligned networks with N_h = 300 (on the run's GPU, if any)
-    and aligned networks with separate initial b = σ_b and a = c = σ at T = 2 and 6, through the
-    results cache (``F6-A5``, ``F6-A7``), in one figure."""
+def a5_a7_figure(run: Run, Ts: Sequence[int], sigmas: Sequence[float], seeds: Sequence[int],
+                 N_h: int = 300) -> None:
+    """F6, full profile (Figs. A5, A7): unaligned networks with ``N_h`` hidden units (the paper's
+    300; on the run's GPU, if any) and aligned networks with separate initial b = σ_b and a = c = σ
+    at T = 2 and 6, through the results cache (``F6-A5``, ``F6-A7``), in one figure."""
     dev = None if run.device.type == "cpu" else run.device
-    wide = ntk_by_T(run.cache, "F6-A5", Ts, sigmas, seeds, N_h=300, inits=("unaligned",), device=dev,
+    wide = ntk_by_T(run.cache, "F6-A5", Ts, sigmas, seeds, N_h=N_h, inits=("unaligned",), device=dev,
                     progress=run.progress)
     sep = ntk_by_T(run.cache, "F6-A7", [2, 6], sigmas[:5], seeds, inits=("aligned",), sigma_b=sigmas[:5],
                    progress=run.progress)
     run.save_figure(plot_f6_extra(wide, sep), "F6-A5-A7",
-                    "Kernel distance, full profile. Top left (Fig. A5): unaligned networks with $N_h = 300$ "
+                    f"Kernel distance, full profile. Top left (Fig. A5): unaligned networks with $N_h = {N_h}$ "
                     "hidden units against $T$ and $\\sigma$. Other panels (Fig. A7): aligned networks with "
                     "initial $b = \\sigma_b$ and $a = c = \\sigma$, at T = 2 and 6. White: not converged.")
 
