@@ -12,8 +12,9 @@ import json
 import papermill
 import pytest
 
+from rnnbook import claims
 from rnnbook.figures import MIN_TEXT_PX
-from rnnbook.paths import chapters
+from rnnbook.paths import FULL_RESULTS_DIR, chapters
 
 # A bad value that each chapter must refuse through papermill, before any compute: one of the
 # chapter's own parameters (an impossible size or value), proving that the notebook checks its
@@ -69,3 +70,23 @@ def test_chapter_refuses_bad_parameters(chapter, parameters, name, execution):
     assert "allowed" in err.value.evalue
     # refused before any compute: no figure was made
     assert not (results_dir / chapter / "figures").exists()
+
+
+FULL = [c for c in chapters() if (FULL_RESULTS_DIR / c).is_dir()]
+
+
+@pytest.mark.parametrize("chapter", FULL or [pytest.param(None, marks=pytest.mark.skip(
+    reason="no full-profile results are committed under data/results/full/"))])
+def test_committed_full_results(chapter):
+    """What the quick book shows of a committed full run is complete and agrees with its record."""
+    folder = FULL_RESULTS_DIR / chapter
+    record = json.loads((folder / "run.json").read_text())
+    assert (record["chapter"], record["profile"]) == (chapter, "full")
+    found = claims.load(folder / "claims.json")
+    assert record["claims"] == {"total": len(found), "passed": sum(c.passed for c in found)}
+    manifest = json.loads((folder / "figures" / "figures.json").read_text())
+    assert manifest and all((folder / "figures" / f).is_file() for e in manifest.values()
+                            for f in e["files"])
+    small = {n: e["smallest_text_px"] for n, e in manifest.items()
+             if e["smallest_text_px"] < MIN_TEXT_PX}
+    assert not small, f"{chapter}, full: figure text smaller than {MIN_TEXT_PX} px: {small}"
