@@ -91,6 +91,38 @@ def k1_check(T: int = 4, N: int = 3, lr: float = 0.05, seed: int = 0) -> dict:
 
 
 # ----------------------------------------------------------------------------- NTK (F6, C7)
+def f6_networks(T: int, sigmas: Sequence[float], seeds: Sequence[int], N: int = 4, N_h: int = 4,
+                P: int = 64, inits: Sequence[str] = ("aligned", "unaligned"),
+                sigma_b: Sequence[float | None] = (None,)
+                ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """F6's networks at length T (see :func:`ntk_sweep`), in the order (seed, init, σ_b, σ): inputs X
+    (C, P, T, N), targets Y (C, P, N) of the constant task and initial weights [Wx, Wh, Wy]."""
+    Xs, Ys, W0 = [], [], []
+    for seed in seeds:
+        rng = np.random.default_rng([seed, T])
+        X = whitened_inputs(P, T, N, rng)
+        U, V, R = (orthogonal(N, rng) for _ in range(3))
+        Y = X.sum(1) @ (U @ V.T).T
+        for init in inits:
+            for sb in sigma_b:
+                for sg in sigmas:
+                    if init == "aligned":
+                        W0.append(aligned_weights(np.full(N, sg), np.full(N, sg if sb is None else sb),
+                                                  np.full(N, sg), U, V, R))
+                    else:
+                        W0.append(tuple(rng.normal(0, sg / math.sqrt(n_in), (n_out, n_in))
+                                        for n_out, n_in in ((N_h, N), (N_h, N_h), (N, N_h))))
+                    Xs.append(X), Ys.append(Y)
+    return np.array(Xs), np.array(Ys), [np.array(w) for w in zip(*W0)]
+
+
+def f6_schedule(T: int, N: int = 4, N_h: int = 4, lr_c: float = 0.2, t_total: float = 40.0
+                ) -> tuple[float, int]:
+    """F6's GD on :math:`\\frac12\\sum_p\\lVert\\hat y_p-y_p\\rVert^2`: rate lr_c/T² · N/N_h (our choice,
+    spec §9; the kernel grows like N_h) and the steps that make the time ``t_total``."""
+    return lr_c / T ** 2 * N / N_h, int(math.ceil(t_total * T ** 2 * N_h / (lr_c * N)))
+
+
 def ntk_sweep(Ts: Sequence[int], sigmas: Sequence[float], seeds: Sequence[int], N: int = 4,
               N_h: int | None = None, P: int = 64, lr_c: float = 0.2, t_total: float = 40.0,
               inits: Sequence[str] = ("aligned", "unaligned"), sigma_b: Sequence[float] | None = None,
@@ -101,40 +133,24 @@ def ntk_sweep(Ts: Sequence[int], sigmas: Sequence[float], seeds: Sequence[int], 
     \\theta` (:func:`ntk`), at initialisation and after training, on the constant task :math:`s_t=1`
     (:math:`Y_T=\\sum_tUV^\\top x_t`), N_x = N_y = N, N_h = ``N_h`` (default N). Inits: "aligned" (all
     modes σ; with ``sigma_b``, A7: b = σ_b and a = c = σ for every σ_b) or "unaligned"
-    (:math:`\\mathcal N(0,\\sigma^2/N_\\text{in})`, fan-in). GD on :math:`\\frac12\\sum_p\\lVert\\cdot\\rVert^2`
-    with lr = ``lr_c``/T² · N/N_h (our choice, spec §9; the kernel grows like N_h) for the time
-    ``t_total``. All configurations of one T form one batch, in numpy (``device`` None) or in torch
-    on ``device``. Returns D and the final loss over the zero network's, per (T, init, σ_b, σ, seed)."""
+    (:math:`\\mathcal N(0,\\sigma^2/N_\\text{in})`, fan-in). GD by :func:`f6_schedule`. All
+    configurations of one T (:func:`f6_networks`) form one batch, in numpy (``device`` None) or in
+    torch on ``device``. Returns D and the final loss over the zero network's, per (T, init, σ_b, σ,
+    seed)."""
     N_h = N_h or N
     sig_b = [None] if sigma_b is None else list(sigma_b)
     shape = (len(inits), len(sig_b), len(sigmas), len(seeds))
     D = np.full((len(Ts),) + shape, np.nan)
     loss_ratio = np.full_like(D, np.nan)
     for it, T in enumerate(progress(Ts)):
-        Xs, Ys, W0 = [], [], []
-        for seed in seeds:
-            rng = np.random.default_rng([seed, T])
-            X = whitened_inputs(P, T, N, rng)
-            U, V, R = (orthogonal(N, rng) for _ in range(3))
-            Y = X.sum(1) @ (U @ V.T).T
-            for init in inits:
-                for sb in sig_b:
-                    for sg in sigmas:
-                        if init == "aligned":
-                            W0.append(aligned_weights(np.full(N, sg), np.full(N, sg if sb is None else sb),
-                                                      np.full(N, sg), U, V, R))
-                        else:
-                            W0.append(tuple(rng.normal(0, sg / math.sqrt(n_in), (n_out, n_in))
-                                            for n_out, n_in in ((N_h, N), (N_h, N_h), (N, N_h))))
-                        Xs.append(X), Ys.append(Y)
-        X, Y = np.array(Xs), np.array(Ys)
-        W = [np.array(w) for w in zip(*W0)]
+        X, Y, W = f6_networks(T, sigmas, seeds, N, N_h, P, inits, sig_b)
         if device is not None:  # the full profile's wide A5 networks: torch on the GPU
             X, Y, *W = (torch.from_numpy(a).to(device) for a in (X, Y, *W))
         K0 = ntk(*W, X)
-        eta = lr_c / T ** 2 * N / N_h * P  # loss_grads averages over P; this is GD on the sum
+        rate, steps = f6_schedule(T, N, N_h, lr_c, t_total)
+        eta = rate * P  # loss_grads averages over P; this is GD on the sum
         with np.errstate(all="ignore"):
-            for _ in range(int(math.ceil(t_total * T ** 2 * N_h / (lr_c * N)))):
+            for _ in range(steps):
                 _, gx, gh, gy, _ = loss_grads(*W, X, Y)
                 W = [w - eta * g for w, g in zip(W, (gx, gh, gy))]
             L = loss_grads(*W, X, Y)[0] * P
@@ -268,7 +284,8 @@ def sensory_targets(X: np.ndarray, rule: str) -> np.ndarray:
 def loss_grads(Wx, Wh, Wy, X, Y):
     r"""Half MSE :math:`L=\frac1{2P}\sum_p\lVert \hat y_{p,T}-y_{p,T}\rVert^2` of :func:`forward` and its
     gradients by hand-written backpropagation through time (numpy or torch, batched over a leading axis:
-    W (C, ., .), X (C, P, T, N_x), Y (C, P, N_y)); 5-10x faster than autograd for these tiny nets.
+    W (C, ., .), X (C, P, T, N_x), Y (C, P, N_y)); ``bench/learning_dynamics.py`` times the F6 sweep
+    that uses it against autograd.
     Returns (L, dWx, dWh, dWy, dL/dh_{T+1})."""
     P, T = X.shape[1], X.shape[2]
     hs = [0 * (X[:, :, 0] @ Wx.swapaxes(1, 2))]  # h_1 = 0 (numpy or torch)

@@ -147,8 +147,8 @@ def resolve(profile, device, seed, tasks, hidden_size, epochs, max_train_tokens,
 # ============================================================================ the model
 class _TanhRecurrence(torch.autograd.Function):
     """:math:`h_t = \\tanh(Wh_{t-1} + p_t)` over time-major pre-activations :math:`p_t = Ux_t + b`,
-    with a hand-written backward pass (BPTT): about 3x faster on a CPU than ``nn.RNN``, whose
-    autograd graph has several nodes per step."""
+    with a hand-written backward pass (BPTT): one autograd node for the whole sequence, where
+    ``nn.RNN`` on a CPU builds several per step (``bench/stable_models.py`` times a training epoch)."""
 
     @staticmethod
     def forward(ctx, pre: torch.Tensor, W: torch.Tensor, h0: torch.Tensor) -> torch.Tensor:
