@@ -188,10 +188,11 @@ def plot_f9(rhos, n_nu: int, n_theta: int, lam0=0.99 * np.exp(1j * np.pi / 4)) -
         for i, (fn, name) in enumerate(((S, "exact"), (S_notebook, "notebook"))):
             Z[name] = np.abs(fn(lam, lam0, rho))
             cs = axs[j, i].contourf(lam.real, lam.imag, np.clip(Z[name], 1e-2, 1e5),
-                                    levels=np.logspace(-2, 5, 29), norm=norm, cmap="Blues")
+                                    levels=np.logspace(-2, 5, 29), norm=norm, cmap="Blues",
+                                    rasterized=True)  # a small SVG; axes and labels stay vector
         ratio = np.clip(np.log2(Z["notebook"] / Z["exact"]), levels[0], levels[-1])
         cr = axs[j, 2].contourf(lam.real, lam.imag, ratio, levels=levels, cmap=ratio_cmap,
-                                vmin=levels[0], vmax=levels[-1])
+                                vmin=levels[0], vmax=levels[-1], rasterized=True)
         axs[j, 0].set_ylabel(fr"$\rho={rho:g}$", fontsize=fs)
         axs[j, 2].add_patch(plt.Circle((0, 0), 0.99, fill=False, lw=0.8, color="0.5"))  # the disc's edge
         for ax in axs[j]:

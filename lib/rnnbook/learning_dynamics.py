@@ -407,7 +407,9 @@ def f1_figure(run: Run, S: Settings) -> list[dict]:
         lr, steps = S.f1_lr_steps(T)
         f1s.append(run.cache.cached(f"F1-T{T}", {"T": T, "init": S.init_scale, "lr": lr, "steps": steps},
                                     lambda: f1_runs(T, S.init_scale, lr, steps)))
-    run.save_figure(plot_f1(f1s), "F1",
+    from rnnbook import learning_dynamics_plots as ldp  # which imports this module
+
+    run.save_figure(ldp.plot_f1(f1s), "F1",
                     f"Learning of $ac$ (left) and $b$ (right) on the inverse-exponential task, T = {', '.join(map(str, S.f1_Ts))}, "
                     f"from $a=b=c={S.init_scale:g}$, GD rate {S.f1_lr_steps(5)[0]:g} (times $(5/T)^2$). Solid: "
                     "GD with the other variable frozen at its target; dashed: theory (the logistic "
@@ -725,97 +727,7 @@ def e2_table(Ts: Sequence[int], Bs: Sequence[float]) -> dict:
             "onset": np.array([[onset(T, B) for B in Bs] for T in Ts])}
 
 
-# ----------------------------------------------------------------------------- figures
-def _plt():
-    import matplotlib.pyplot as plt
-    return plt
-
-
-def plot_f1(f1s: Sequence[dict]):
-    """F1 (Figs. 2, A1): ac and b against the GD step, one row per T; decoupled GD solid, theory
-    dashed (eq. 47 with b frozen at λ; Taylor b-flow with u frozen at δ), joint GD dotted; one
-    legend below the panels."""
-    plt = _plt()
-    fig, axes = plt.subplots(len(f1s), 2, figsize=(10, 4.4 * len(f1s) + 0.8), squeeze=False)
-    for row, f1 in zip(axes, f1s):
-        for r in range(len(f1["delta"])):
-            lab = f"$(\\delta,\\lambda)=({f1['delta'][r]:g},{f1['lam'][r]:g})$"
-            col = f"C{r}"
-            for ax, gd, th, jt in ((row[0], "u_gd", "u_theory", "u_joint"),
-                                   (row[1], "b_gd", "b_theory", "b_joint")):
-                ax.plot(f1["step"], f1[gd][r], color=col, label=lab + " GD")
-                ax.plot(f1["step"], f1[th][r], "--", color="k", lw=1.2, label="theory" if r == 0 else None)
-                ax.plot(f1["step"], f1[jt][r], ":", color=col, label=lab + " joint GD")
-        T = int(f1["T"])
-        row[0].set(xlabel="GD step", ylabel="$ac$", title=f"$ac$ (b frozen at $\\lambda$), T = {T}")
-        row[1].set(xlabel="GD step", ylabel="$b$", title=f"$b$ (ac frozen at $\\delta$), T = {T}")
-    fig.legend(*axes[0, 1].get_legend_handles_labels(), loc="outside lower center", ncol=3)
-    return fig
-
-
-def plot_f2(f2: dict):
-    """F2 (Fig. 3): learned b and ac against δ (constant) or λ (inv_exp, exp): K5 lines, GD dots;
-    shading where b* > 1."""
-    plt = _plt()
-    fig, axes = plt.subplots(2, 3, figsize=(10, 7), sharex="col")
-    xl = {"constant": "$\\delta$", "inv_exp": "$\\lambda$", "exp": "$\\lambda$"}
-    for j, fam in enumerate(F2_GRIDS):
-        for iT, T in enumerate(np.unique(f2["T"])):
-            m = (f2["family"] == j) & (f2["T"] == T)
-            x = f2["x"][m]
-            for i, (key, th) in enumerate((("b", "b_theory"), ("u", "u_theory"))):
-                ax = axes[i, j]
-                ax.plot(x, f2[th][m], "-", color=f"C{iT}", lw=1.5, label=f"K5, T={T}")
-                ax.plot(x, f2[key][m], "o", color=f"C{iT}", ms=4, label=f"GD, T={T}")
-                big = f2["b_theory"][m] > 1
-                if big.any():
-                    ax.axvspan(x[big].min(), x[big].max(), color="0.9", zorder=0)
-        axes[0, j].set_title(fam)
-        axes[1, j].set_xlabel(xl[fam])
-        for ax in axes[:, j]:
-            ax.ticklabel_format(axis="y", useOffset=False)
-            lo, hi = ax.get_ylim()
-            if hi - lo < 0.2:  # a constant line: show it with a readable range
-                mid = 0.5 * (lo + hi)
-                ax.set_ylim(mid - 0.5, mid + 0.5)
-    axes[0, 0].set_ylabel("$b$")
-    axes[1, 0].set_ylabel("$ac$")
-    axes[0, 0].legend()
-    return fig
-
-
-def plot_f3(f3: dict):
-    """F3 (Fig. 4): learned b and ac against δ (constant), λ (exp), β (Dirac), coloured by κ, for
-    each T; dotted: the unmodified task's zero-loss solution."""
-    plt = _plt()
-    nT = len(f3["T"])
-    fig, axes = plt.subplots(2 * nT, 3, figsize=(10, 3.0 * 2 * nT), sharex="col")
-    xl = {"constant": "$\\delta$", "exp": "$\\lambda$", "dirac": "$\\beta$"}
-    cmap = plt.get_cmap("viridis")
-    for it, T in enumerate(f3["T"]):
-        for j, fam in enumerate(F3_GRIDS):
-            x = f3["x"][j]
-            for ik, kap in enumerate(f3["kappa"]):
-                col = cmap(ik / max(len(f3["kappa"]) - 1, 1))
-                axes[2 * it, j].plot(x, f3["b"][it, j, ik], color=col, label=f"$\\kappa$={kap:g}")
-                axes[2 * it + 1, j].plot(x, f3["u"][it, j, ik], color=col)
-            if fam != "dirac":
-                b0, u0 = zero_loss_solution(fam, int(T), x if fam == "constant" else 1.0,
-                                            1.0 if fam == "constant" else x)
-                axes[2 * it, j].plot(x, b0 * np.ones_like(x), ":k", lw=1.2)
-                axes[2 * it + 1, j].plot(x, u0 * np.ones_like(x), ":k", lw=1.2)
-            axes[2 * it, j].set_ylim(-0.1, 3)
-            axes[2 * it + 1, j].set_ylim(-0.1, 4)
-            axes[2 * it, j].set_title(f"{fam}, T={T}")
-            axes[-1, j].set_xlabel(xl[fam])
-        axes[2 * it, 0].set_ylabel("$b$")
-        axes[2 * it + 1, 0].set_ylabel("$ac$")
-    # one legend above the panels (inside, it would cover the curves)
-    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside upper center",
-               ncol=len(f3["kappa"]))
-    return fig
-
-
+# ----------------------------------------------------------------------------- F4's landscape, E1's curvature
 def landscape(T: int, s1: float, b: np.ndarray, u: np.ndarray) -> dict[str, np.ndarray]:
     """F4 (Fig. A2, Lemma 3.2): the split of E (τ = 1, times 2) on a (b, ac) grid for the Dirac task
     s_1 = ``s1``, s_T = 1: data term :math:`\\sum_i(s_i^2-2s_iu\\,b^{T-i})`, regulariser
@@ -828,97 +740,6 @@ def landscape(T: int, s1: float, b: np.ndarray, u: np.ndarray) -> dict[str, np.n
     return {"b": b, "u": u, "data": data, "reg": reg, "E": data + reg}
 
 
-def plot_f4(T: int, s1s=(0.5, 1.5, 2.5), n: int = 200):
-    """F4: contour maps of :func:`landscape` for each s_1 (rows): data term, regulariser, E."""
-    plt = _plt()
-    fig, axes = plt.subplots(len(s1s), 3, figsize=(10, 3.4 * len(s1s)), sharex=True, sharey=True)
-    b, u = np.linspace(-2, 2, n), np.linspace(-2, 2, n)
-    for i, s1 in enumerate(s1s):
-        L = landscape(T, s1, b, u)
-        for j, key in enumerate(("data", "reg", "E")):
-            ax = axes[i, j]
-            Z = np.clip(L[key], -10, 10)
-            cs = ax.contourf(L["b"], L["u"], Z, levels=30, cmap="RdBu_r")
-            fig.colorbar(cs, ax=ax, shrink=0.8)
-            if key == "E":
-                k = np.unravel_index(np.argmin(L["E"]), L["E"].shape)
-                ax.plot(L["b"][k[1]], L["u"][k[0]], "k*", ms=12)
-            ax.set_title(f"{ {'data': 'data term', 'reg': 'regulariser', 'E': 'E'}[key]}, $s_1$={s1:g}")
-            ax.grid(False)
-        axes[i, 0].set_ylabel("$ac$")
-    for ax in axes[-1]:
-        ax.set_xlabel("$b$")
-    return fig
-
-
-def plot_f5(phase: dict[int, dict], B: float):
-    """F5 (Fig. A3): b*, u*, E* against β for each T (grid minimiser on [-B, B]); lines at
-    :math:`1/\\sqrt2` and 1; dashed: the trivial branch u = 1/β, E = β²."""
-    plt = _plt()
-    fig, axes = plt.subplots(1, 3, figsize=(10, 4.2))
-    for i, (T, ph) in enumerate(sorted(phase.items())):
-        for ax, key in zip(axes, ("b", "u", "E")):
-            y = np.abs(ph[key]) if key == "b" else ph[key]
-            ax.plot(ph["beta"], y, color=f"C{i}", label=f"T={T}")
-    beta = next(iter(phase.values()))["beta"]
-    axes[1].plot(beta, 1 / beta, "--k", lw=1, label="trivial")
-    axes[2].plot(beta, beta ** 2, "--k", lw=1, label="trivial")
-    for ax, lab in zip(axes, ("$|b^*|$", "$u^*$", "$E^*$")):
-        ax.axvline(1 / math.sqrt(2), color="0.5", lw=1)
-        ax.axvline(1, color="0.5", lw=1, ls="-.")
-        ax.set(xlabel="$\\beta$", ylabel=lab)
-    axes[0].set_title(f"b in [-{B:g}, {B:g}]")
-    axes[0].legend()
-    axes[2].set_ylim(0, 3)
-    return fig
-
-
-def plot_f9(f9: dict):
-    """F9 (Figs. A9-A11): radius and angle of b and ac against the GD step (logarithmic beyond 100
-    steps), one row per group (its legend right of the row); dotted: the K8 solution."""
-    plt = _plt()
-    groups = ["A9", "A10", "A11"]
-    fig, axes = plt.subplots(3, 4, figsize=(10, 8.5), sharex=True)
-    for ig, g in enumerate(groups):
-        rows = np.nonzero(f9["group"] == g)[0]
-        for n, r in enumerate(rows):
-            lab = (f"{f9['family'][r]}" if g == "A9" else
-                   f"$\\varphi$={np.angle(f9['lam'][r]) / math.pi:+.3g}$\\pi$" if g == "A10" else
-                   f"R={abs(f9['lam'][r]):g}")
-            for j, (key, fn) in enumerate((("b", np.abs), ("b", np.angle), ("u", np.abs), ("u", np.angle))):
-                ax = axes[ig, j]
-                ax.plot(f9["step"], fn(f9[key][r]), color=f"C{n}", label=lab)
-                ax.axhline(fn(f9[key + "_star"][r]), color=f"C{n}", ls=":", lw=1)
-        axes[ig, 0].set_ylabel(g)
-        axes[ig, -1].legend(loc="center left", bbox_to_anchor=(1.02, 0.5))
-    for j, t in enumerate(("|b|", "arg b", "|ac|", "arg ac")):
-        axes[0, j].set_title(t)
-        axes[-1, j].set_xlabel("GD step")
-    axes[0, 0].set_xscale("symlog", linthresh=100)  # shared: the dynamics end early in the run
-    axes[0, 0].set_xlim(0, f9["step"].max())
-    return fig
-
-
-def plot_f10(f10: dict):
-    """F10 (App. M): learned b against β/κ on the T-output Dirac task, one colour per T: GD (dots),
-    the exact global minimiser (thin line) and, drawn on top, the feedforward branch
-    :func:`feedforward_b` (thick dashed, where it is below 0.5)."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4))
-    for i, T in enumerate(f10["T"]):
-        ax.plot(f10["ratio"], f10["b"][i], "o", ms=6, mfc="none", color=f"C{i}", label=f"T={T}: GD")
-        ax.plot(f10["fine"], f10["b_star"][i], "-", lw=1, color=f"C{i}")
-        r = f10["fine"][f10["fine"] <= (int(T) - 1) / 4]  # there the branch is <= 0.5
-        ax.plot(r, feedforward_b(r, int(T)), "--", color=f"C{i}", lw=3, alpha=0.6, zorder=5)
-    ax.plot([], [], "-k", lw=1, label="global minimiser")
-    ax.plot([], [], "--k", lw=3, alpha=0.6, label="feedforward branch")
-    for x in (0.3, 3):
-        ax.axvline(x, color="0.6", lw=1, ls=":")
-    ax.set(xscale="log", xlabel="$\\beta/\\kappa$", ylabel="learned $b$")
-    ax.legend()
-    return fig
-
-
 def curvature(b, T):
     """E1: Gauss-Newton curvature of E in b at u = 1, :math:`\\sum_{k<T}k^2b^{2(k-1)}`, and the
     regulariser's :math:`\\sum_{k<T}b^{2k}`; limits :math:`(1+b^2)/(1-b^2)^3` and :math:`1/(1-b^2)`."""
@@ -926,43 +747,6 @@ def curvature(b, T):
     k = np.arange(T)[:, None]
     return ((k ** 2 * b ** (2 * np.maximum(k - 1, 0))).sum(0), (b ** (2 * k)).sum(0),
             (1 + b ** 2) / (1 - b ** 2) ** 3, 1 / (1 - b ** 2))
-
-
-def plot_e1(Ts=(5, 10, 20, 50)):
-    """E1: finite-T curvature and regulariser against their T -> inf limits, log scale."""
-    plt = _plt()
-    b = np.linspace(0, 0.98, 300)
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
-    for i, T in enumerate(Ts):
-        gn, reg, _, _ = curvature(b, T)
-        axes[0].plot(b, gn, color=f"C{i}", label=f"T={T}")
-        axes[1].plot(b, reg, color=f"C{i}", label=f"T={T}")
-    _, _, gl, rl = curvature(b, 2)
-    axes[0].plot(b, gl, "--k", label="$(1+b^2)/(1-b^2)^3$")
-    axes[1].plot(b, rl, "--k", label="$1/(1-b^2)$")
-    axes[0].set(yscale="log", xlabel="$b$", ylabel="$\\sum_k k^2 b^{2(k-1)}$", title="curvature in $b$ (u = 1)")
-    axes[1].set(yscale="log", xlabel="$b$", ylabel="$\\sum_k b^{2k}$", title="regulariser / $u^2$")
-    axes[0].legend()
-    return fig
-
-
-def plot_e2(tab: dict, gd: dict):
-    """E2: (a) exact onset β against the box bound B for each T, with β = 1; (b) final |b| of GD on
-    the Dirac task (T = 6) against s_1/s_T for each b0."""
-    plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
-    for i, T in enumerate(tab["T"]):
-        axes[0].plot(tab["B"], tab["onset"][i], "o-", color=f"C{i}", label=f"T={T}", zorder=3)
-    axes[0].axhline(1, color="0.4", lw=0.8, ls="--", zorder=1)  # behind the T = 4 line
-    axes[0].set(xscale="log", xlabel="box bound $B$ on $b$", ylabel="onset $\\beta$", title="(a)")
-    axes[0].set_xticks(tab["B"], [f"{b:g}" for b in tab["B"]])
-    axes[0].minorticks_off()
-    axes[0].legend()
-    for i, b0 in enumerate(gd["b0"]):
-        axes[1].plot(gd["ratio"], gd["b"][i], "o-", ms=3, color=f"C{i}", label=f"$b_0$={b0:g}")
-    axes[1].set(xlabel="$s_1/s_T$", ylabel="final $|b|$ (GD)", title="(b)")
-    axes[1].legend()
-    return fig
 
 
 # ----------------------------------------------------------------------------- parameters

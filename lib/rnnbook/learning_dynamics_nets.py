@@ -16,6 +16,7 @@ import torch
 from scipy.stats import spearmanr
 
 from rnnbook import learning_dynamics as ld
+from rnnbook import learning_dynamics_plots as ldp
 
 if TYPE_CHECKING:
     from rnnbook.run import Run
@@ -452,108 +453,6 @@ def stability_check(sens: dict, tail: int = 20, lam: np.ndarray | None = None) -
     return out
 
 
-# ----------------------------------------------------------------------------- figures
-def _heat(ax, D: np.ndarray, xt, yt, xlabel: str, ylabel: str, title: str):
-    """One kernel-distance heat map (rows: y, columns: x), numbers in the cells, nan cells white."""
-    im = ax.imshow(D.T, origin="lower", cmap="magma", vmin=0, vmax=1, aspect="auto")
-    for i in range(D.shape[0]):
-        for j in range(D.shape[1]):
-            if np.isfinite(D[i, j]):
-                ax.text(i, j, f"{abs(D[i, j]) if abs(D[i, j]) < 5e-3 else D[i, j]:.2f}", ha="center",
-                        va="center", fontsize=11, color="w" if D[i, j] < 0.6 else "k")
-    ax.set_xticks(range(len(xt)), [f"{x:g}" for x in xt])
-    ax.set_yticks(range(len(yt)), [f"{y:g}" for y in yt])
-    ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
-    ax.grid(False)
-    return im
-
-
-def _converged(ntk: dict, gate: float) -> np.ndarray:
-    """D where the final loss is below ``gate`` × the zero network's, else nan; mean over seeds."""
-    return np.where(ntk["loss_ratio"] <= gate, ntk["D"], np.nan).mean(-1)
-
-
-def plot_f6(ntk: dict, gate: float = 1e-3):
-    """F6 (Figs. 5, A6): heat maps of the kernel distance D over (T, σ), aligned and unaligned init,
-    mean over seeds; unconverged cells (final loss > ``gate`` × the zero network's) are white."""
-    import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
-    D = _converged(ntk, gate)
-    for ax, init, name in zip(axes, (0, 1), ("aligned", "unaligned")):
-        im = _heat(ax, D[:, init], ntk["T"], ntk["sigma"], "T", "initial scale $\\sigma$", name)
-    fig.colorbar(im, ax=axes, label="kernel distance D")
-    return fig
-
-
-def plot_f6_extra(wide: dict, sep: dict, gate: float = 1e-3):
-    """F6, full profile: A5 (unaligned, wide hidden layer) over (T, σ), and A7 (aligned, separate
-    initial b = σ_b and a = c = σ) over (σ_b, σ) for each T of ``sep``."""
-    import matplotlib.pyplot as plt
-    nT = len(sep["T"])
-    rows = math.ceil((1 + nT) / 2)
-    fig, axes = plt.subplots(rows, 2, figsize=(10, 4.4 * rows))
-    axes = axes.ravel()
-    for ax in axes[1 + nT:]:
-        ax.remove()
-    axes = axes[:1 + nT]
-    im = _heat(axes[0], _converged(wide, gate)[:, 0], wide["T"], wide["sigma"], "T",
-               "initial scale $\\sigma$", f"A5: unaligned, $N_h$ = {int(wide['N_h'])}")
-    Ds = _converged(sep, gate)[:, 0]  # (T, σ_b, σ)
-    for ax, T, D in zip(axes[1:], sep["T"], Ds):
-        _heat(ax, D, sep["sigma_b"], sep["sigma"], "initial $b$ ($\\sigma_b$)", "initial $a = c$ ($\\sigma$)",
-              f"A7: aligned, T = {T}")
-    fig.colorbar(im, ax=axes.tolist(), label="kernel distance D")
-    return fig
-
-
-def plot_f7(sens: dict):
-    """F7 (Fig. 6): singular values of W_h and W_yW_x over training for the sum and mean targets
-    (first seed) with the theory's values, and the relative MSE against T_test."""
-    import matplotlib.pyplot as plt
-    T = int(sens["T"])
-    fig, axes = plt.subplots(1, 3, figsize=(10, 4.2))
-    for ax, rule, target in ((axes[0], "sum", 1.0), (axes[1], "mean", 1.0 / T)):
-        r = int(np.nonzero(sens["rule"] == rule)[0][0])
-        ax.plot(sens["step"], sens["sv_h"][:, r], "-", color="C0")
-        ax.plot(sens["step"], sens["sv_yx"][:, r], "--", color="C1")
-        ax.axhline(1, color="k", ls=":", lw=1)
-        ax.axhline(target, color="C1", ls=":", lw=1)
-        ax.plot([], [], "-", color="C0", label="$W_h$")
-        ax.plot([], [], "--", color="C1", label="$W_yW_x$")
-        ax.set(xlabel="GD step", ylabel="singular values", title=rule)
-        ax.legend(loc="center right")  # clear of the lines at 1 and 1/T
-    for rule, col in (("sum", "C0"), ("mean", "C1")):
-        r = sens["rule"] == rule
-        mse = sens["rel_mse"][r]
-        axes[2].plot(sens["T_test"], np.median(mse, 0), "o-", color=col, ms=4, label=rule)
-    axes[2].axvline(T, color="0.6", lw=1, ls="--")
-    axes[2].set(yscale="log", xlabel="$T_\\mathrm{test}$", ylabel="relative MSE")
-    axes[2].legend()
-    return fig
-
-
-def plot_f8(stab: dict):
-    """F8 (Fig. A8): singular values of W_h over training and the gradient norms
-    :math:`\\lVert\\partial L/\\partial h_{T+1}\\rVert`, :math:`\\lVert\\partial L/\\partial W_h\\rVert`, late vs
-    early importance (first seed)."""
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
-    for rule, col in (("late", "C0"), ("early", "C3")):
-        r = int(np.nonzero(stab["rule"] == rule)[0][0])
-        axes[0].plot(stab["step"], stab["sv_h"][:, r], color=col)
-        axes[0].plot([], [], color=col, label=rule)
-        axes[1].plot(stab["step"], stab["grad_h"][:, r], color=col, label=f"{rule}: $\\partial L/\\partial h_{{T+1}}$")
-        axes[1].plot(stab["step"], stab["grad_Wh"][:, r], ":", color=col, label=f"{rule}: $\\partial L/\\partial W_h$")
-    axes[0].set(xlabel="GD step", ylabel="singular values of $W_h$")
-    axes[0].legend()
-    axes[1].set(yscale="log", xlabel="GD step", ylabel="gradient norm")
-    axes[1].legend()
-    for ax in axes:
-        ax.xaxis.set_major_locator(MaxNLocator(5))
-    return fig
-
-
 # ----------------------------------------------------------------------------- chapter sections
 def f6_figure(run: Run, S: ld.Settings) -> dict[str, np.ndarray]:
     """F6 / C7 (§3.5, Figs. 5, A6): the kernel distances of :func:`ntk_by_T` over the profile's T, σ
@@ -562,7 +461,7 @@ def f6_figure(run: Run, S: ld.Settings) -> dict[str, np.ndarray]:
     Ts, sigmas, seeds = S.f6
     seeds = [s + run.seed for s in seeds]
     ntk = ntk_by_T(run.cache, "F6", Ts, sigmas, seeds, progress=run.progress)
-    run.save_figure(plot_f6(ntk), "F6",
+    run.save_figure(ldp.plot_f6(ntk), "F6",
                     f"Kernel distance {{eq}}`ld-ntk` after training against $T$ and the initial scale "
                     f"$\\sigma$, aligned (left) and unaligned (right) initialisation, mean over "
                     f"{len(seeds)} seed(s); white: at least one seed did not converge. Numbers: D. The aligned network with "
@@ -582,7 +481,7 @@ def a5_a7_figure(run: Run, Ts: Sequence[int], sigmas: Sequence[float], seeds: Se
                     progress=run.progress)
     sep = ntk_by_T(run.cache, "F6-A7", [2, 6], sigmas[:5], seeds, inits=("aligned",), sigma_b=sigmas[:5],
                    progress=run.progress)
-    run.save_figure(plot_f6_extra(wide, sep), "F6-A5-A7",
+    run.save_figure(ldp.plot_f6_extra(wide, sep), "F6-A5-A7",
                     f"Kernel distance, full profile. Top left (Fig. A5): unaligned networks with $N_h = {N_h}$ "
                     "hidden units against $T$ and $\\sigma$. Other panels (Fig. A7): aligned networks with "
                     "initial $b = \\sigma_b$ and $a = c = \\sigma$, at T = 2 and 6. White: not converged.")
@@ -602,7 +501,7 @@ def f7_sensory(run: Run, S: ld.Settings) -> dict[int, dict]:
                                                "T_test": T_test, "steps": steps, "lr": lr},
                                 lambda: train_sensory(["sum", "mean"], S.T, seeds, N_h=N_h, init_scale=S.init_scale,
                                                       steps=steps, T_test=T_test, lr={"sum": lr, "mean": lr * S.T}))
-        run.save_figure(plot_f7(sens), "F7" if N_h == 4 else f"F7-Nh{N_h}",
+        run.save_figure(ldp.plot_f7(sens), "F7" if N_h == 4 else f"F7-Nh{N_h}",
                         f"Sensory task (centred inputs), T = {S.T}, $N_h$ = {N_h}, first seed: singular values "
                         "of $W_h$ (solid) and $W_yW_x$ (dashed) during GD, with the theory's 1 and $1/T$ "
                         "(dotted), for the sum (left) and mean (middle) targets; right: relative MSE at other "
@@ -620,7 +519,7 @@ def f8_stability(run: Run, S: ld.Settings) -> dict:
     stab = run.cache.cached("F8", {"T": S.T, "seeds": seeds, "init": S.init_scale, "steps": steps, "lr": lr},
                             lambda: train_sensory(["late", "early"], S.T, seeds, init_scale=S.init_scale, lr=lr,
                                                   steps=steps))
-    run.save_figure(plot_f8(stab), "F8",
+    run.save_figure(ldp.plot_f8(stab), "F8",
                     f"Late ($y_T = 0.1\\sum_t t\\,x_t$) against early ($y_T = \\sum_t x_t/t$) importance, "
                     f"T = {S.T}, plain GD at rate {lr:g}, first seed: singular values of $W_h$ (left) and "
                     "gradient norms (right; solid: hidden state, dotted: recurrent weights).")
