@@ -1058,6 +1058,9 @@ def test_full_results_beside_quick(tmp_path):
             in rnnbook.display.full_results_html("demo", quick, tmp_path))
     assert "<td>C1</td><td>0.123</td><td>reproduced</td><td>0.5</td><td>not reproduced</td><td>✗</td>" in text
     assert "<td>C2</td><td>2</td><td>partly</td><td></td><td></td><td></td>" in text
+    later = [claims_mod.Claim(i, "s", "src", 1, "t", "reproduced", True) for i in ("C11", "C10")]
+    text = rnnbook.display.full_results_html("demo", later, tmp_path)  # recorded C11 first
+    assert text.index("<td>C1</td>") < text.index("<td>C10</td>") < text.index("<td>C11</td>")
 
 
 def test_full_figures_shown_with_their_run(tmp_path):

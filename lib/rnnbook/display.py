@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rnnbook.claims import Claim, format_value
+from rnnbook.claims import Claim, format_value, id_order
 from rnnbook.paths import FULL_RESULTS_DIR
 
 
@@ -78,9 +78,9 @@ def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULT
     head = "".join(f"<th>{h}</th>" for h in ("id", "quick value", "quick verdict", "full value",
                                              "full verdict", "full check"))
     rows = []
-    for cid in list(dict.fromkeys([c.id for c in quick] + list(full))):
-        q = next((c for c in quick if c.id == cid), None)
-        f = full.get(cid)
+    by_id = {c.id: c for c in quick}
+    for cid in (c.id for c in sorted({**full, **by_id}.values(), key=id_order)):  # as the quick table
+        q, f = by_id.get(cid), full.get(cid)
         cells = [cid, format_value(q.value) if q else "", q.verdict if q else "",
                  format_value(f.value) if f else "", f.verdict if f else "",
                  ("✓" if f.passed else "✗") if f else ""]
