@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+from matplotlib.ticker import MaxNLocator
 
 from rnnbook import learning_dynamics as ld
 
@@ -35,6 +36,8 @@ def plot_f1(f1s: Sequence[dict]):
         T = int(f1["T"])
         row[0].set(xlabel="GD step", ylabel="$ac$", title=f"$ac$ (b frozen at $\\lambda$), T = {T}")
         row[1].set(xlabel="GD step", ylabel="$b$", title=f"$b$ (ac frozen at $\\delta$), T = {T}")
+        for ax in row:  # at most five step labels: the full profile runs 160000 steps
+            ax.xaxis.set_major_locator(MaxNLocator(5))
     fig.legend(*axes[0, 1].get_legend_handles_labels(), loc="outside lower center", ncol=3)
     return fig
 
@@ -317,7 +320,6 @@ def plot_f8(stab: dict):
     :math:`\\lVert\\partial L/\\partial h_{T+1}\\rVert`, :math:`\\lVert\\partial L/\\partial W_h\\rVert`, late vs
     early importance (first seed)."""
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     for rule, col in (("late", "C0"), ("early", "C3")):
         r = int(np.nonzero(stab["rule"] == rule)[0][0])
