@@ -976,6 +976,27 @@ def test_git_commit():
     assert re.fullmatch(r"[0-9a-f]{12}(-dirty)?|unknown", paths.git_commit())
 
 
+def test_git_commit_ignores_committed_results(tmp_path, monkeypatch):
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+    (tmp_path / "data" / "results" / "full" / "x").mkdir(parents=True)
+    (tmp_path / "data" / "results" / "full" / "x" / "claims.json").write_text("[]")
+    (tmp_path / "book.md").write_text("a")
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+    monkeypatch.setattr(paths, "BOOK_ROOT", tmp_path)
+    paths.git_commit.cache_clear()
+    try:
+        (tmp_path / "data" / "results" / "full" / "x" / "claims.json").write_text("[1]")  # a full run
+        assert re.fullmatch(r"[0-9a-f]{12}", paths.git_commit())
+        paths.git_commit.cache_clear()
+        (tmp_path / "book.md").write_text("b")
+        assert paths.git_commit().endswith("-dirty")
+    finally:
+        paths.git_commit.cache_clear()
+
+
 def test_paper_of():
     bib = ('@article{smith2024,\n  author = {Smith, A. and Doe, B.},\n  title = {{On {RNNs}}},\n'
            '  year = {2024},\n}\n@misc{other,\n title = {X},\n}\n')

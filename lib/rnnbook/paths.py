@@ -69,7 +69,8 @@ FIGURE_STORE = BUILD_DIR / "figure-store"  # figure files by content, for the bo
 @cache
 def git_commit() -> str:
     """The book's commit (12 hex digits), with ``-dirty`` when tracked sources differ from it, or
-    ``unknown`` outside a git checkout."""
+    ``unknown`` outside a git checkout. Committed results (``data/results/``) do not count: a full
+    run rewrites its own, and its record must still name a clean commit."""
     import subprocess
 
     def git(*args: str) -> str:
@@ -77,7 +78,7 @@ def git_commit() -> str:
                               check=True, timeout=30).stdout.strip()
     try:
         commit = git("rev-parse", "--short=12", "HEAD")
-        dirty = git("status", "--porcelain", "--untracked-files=no")
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)data/results")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return commit + ("-dirty" if dirty else "")
