@@ -1092,7 +1092,7 @@ def test_full_figures_shown_with_their_run(tmp_path):
     assert rnnbook.display.full_figures_myst("demo", full) == ""  # no run record: unfinished
     (full / "demo" / "run.json").write_text(json.dumps({
         "finished": "2026-12-01T10:00:00Z", "device": "cpu", "commit": "abc",
-        "parameters": {"profile": "full", "seed": 4}}))
+        "parameters": {"profile": "full", "seed": 4, "a5_hidden": 64}}))
     text = rnnbook.display.full_figures_myst("demo", full)
     assert ":name: fig-demo-F1-full" in text and "**F1, full profile.** cap {eq}`x`" in text
     key = re.search(r"rnnbook-key-(\w+)", text).group(1)
@@ -1100,6 +1100,7 @@ def test_full_figures_shown_with_their_run(tmp_path):
     assert {k: record[k] for k in ("chapter", "name", "profile", "seed", "device", "commit", "date")} \
         == {"chapter": "demo", "name": "F1-full", "profile": "full", "seed": 4, "device": "cpu",
             "commit": "abc", "date": "2026-12-01T10:00:00Z"}
+    assert record["parameters"] == {"seed": 4, "a5_hidden": 64}  # traceable to the run's settings
     assert (paths.FIGURE_STORE / f"{key}.png").read_bytes() == \
         (full / "demo" / "figures" / "F1.png").read_bytes()
 

@@ -48,6 +48,12 @@ def table(records: Sequence[Mapping[str, Any]]) -> Table:
     return Table(records)
 
 
+def _given(record: dict) -> dict:
+    """The parameters a run record says were set, but for the profile, device and results folder."""
+    return {k: v for k, v in record.get("parameters", {}).items()
+            if k not in ("profile", "device", "results_dir")}
+
+
 def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULTS_DIR) -> str:
     """The committed full-profile claims of ``chapter`` (``<root>/<chapter>/claims.json`` with the
     run record ``run.json`` of a finished run) beside this run's ``quick`` ones, labelled with where
@@ -65,8 +71,7 @@ def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULT
     full = {c.id: c for c in load(folder / "claims.json")}
     where = ", ".join(str(x) for x in (record.get("hardware", {}).get("summary"),
                                        record.get("device")) if x)
-    given = {k: v for k, v in record.get("parameters", {}).items()
-             if k not in ("profile", "device", "results_dir")}
+    given = _given(record)
     minutes = f"{record.get('wall_seconds', 0) / 60:.0f} min"
     if record.get("cached_at_start"):  # resumed: the time is the last process's only
         minutes = (f"{minutes} in its last process, resumed from {record['cached_at_start']} "
@@ -103,9 +108,10 @@ def full_figures_myst(chapter: str, root: Path = FULL_RESULTS_DIR) -> str:
     if not manifest.exists() or not (folder / "run.json").exists():
         return ""
     record = json.loads((folder / "run.json").read_text())
+    given = _given(record)
     made = {"profile": "full", "device": record.get("device"), "commit": record.get("commit"),
-            "date": record.get("finished", ""),
-            **{k: v for k, v in record.get("parameters", {}).items() if k == "seed"}}
+            "date": record.get("finished", ""), **({"seed": given["seed"]} if "seed" in given else {}),
+            "parameters": given}
     out = []
     for name, entry in json.loads(manifest.read_text()).items():
         paths = {fmt: folder / "figures" / f"{name}.{fmt}" for fmt in ("png", "svg")}
