@@ -349,6 +349,9 @@ def test_figures_have_captions_and_files(reports):
             assert fig["caption"], f"{page}: figure {fig['id']} has no caption"
             exts = sorted(Path(h).suffix for h in fig["files"])
             assert exts == [".png", ".svg"], f"{page}: figure {fig['id']} links files {fig['files']}"
+        files = [h for fig in r["figures"] for h in fig["files"]]
+        shared = sorted({h for h in files if files.count(h) > 1})
+        assert not shared, f"{page}: two figures link the same files {shared}"
 
 
 def test_internal_links_resolve(reports):

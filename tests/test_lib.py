@@ -961,8 +961,12 @@ def test_save_figure_stores_files_with_provenance(run, monkeypatch):
     assert record["code_version"] == paths.code_version()
     assert record["commit"] == paths.git_commit()
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", record["date"])
-    run.save_figure(_figure((2, 1.5)), "F1", "cap $x$")  # same content, same key
-    assert {p.stem for p in paths.FIGURE_STORE.iterdir()} == {key}
+    files = {fmt: run.dir / "figures" / f"F1.{fmt}" for fmt in ("png", "svg")}
+    assert figures.store(files, record) == key  # same figure, same record: same key
+    full = figures.store(files, {**record, "name": "F1-full", "profile": "full"})
+    assert full != key  # a quick and a full run that draw the same figure keep their own records
+    assert json.loads((paths.FIGURE_STORE / f"{key}.json").read_text())["profile"] == "quick"
+    assert json.loads((paths.FIGURE_STORE / f"{full}.json").read_text())["profile"] == "full"
 
 
 def test_figure_myst_names_its_files(tmp_path):

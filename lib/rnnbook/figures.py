@@ -126,14 +126,16 @@ FIGURES_URL = "_figures"  # the figure files' folder in the HTML build: _figures
 
 def store(paths: dict[str, Path], record: dict) -> str:
     """Keep copies of a figure's PNG and SVG, and its ``record``, in the figure store under a key
-    made from their content; return the key. Same content, same key: runs never collide."""
+    made from all three; return the key. Runs never collide, and a figure drawn the same by two
+    runs (a quick and a full one) keeps each run's record."""
     blobs = {fmt: p.read_bytes() for fmt, p in paths.items()}
-    key = hashlib.sha256(blobs["png"] + b"\0" + blobs["svg"]).hexdigest()[:20]
+    meta = json.dumps(record, indent=2, sort_keys=True).encode()
+    key = hashlib.sha256(blobs["png"] + b"\0" + blobs["svg"] + b"\0" + meta).hexdigest()[:20]
     root = rnnbook_paths.FIGURE_STORE
     for fmt, blob in blobs.items():
         if not (root / f"{key}.{fmt}").exists():
             atomic_write(root / f"{key}.{fmt}", blob)
-    atomic_write(root / f"{key}.json", json.dumps(record, indent=2, sort_keys=True).encode())
+    atomic_write(root / f"{key}.json", meta)
     return key
 
 
