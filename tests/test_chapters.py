@@ -31,8 +31,6 @@ BAD_PARAMETERS = {
 
 # claims our quick profile does not reproduce, each explained in its chapter: they must fail
 KNOWN_FAILURES = {
-    # JSB in the fork's regime, 15 epochs: ‖W‖₂ falls from k = 2 to k = 32 by 0.45 < 0.5 ("partly")
-    "stable_models": {"C9"},
     # T = 6: the multi-output minimiser b* rises continuously (largest step 0.023 < 0.2), no threshold
     "learning_dynamics": {"C10"},
 }

@@ -214,10 +214,18 @@ def test_contraction_estimate_of_a_contracting_rnn():
     (3.4, 2.4, True, None), (3.4, 3.0, False, "partly"), (3.0, 3.1, False, "not reproduced")])
 def test_c9_rule(w2, w32, passed, verdict):
     S = st.resolve(**RESOLVE)
-    trunc = {("rnn", s, k): {"w_norms": [1.0, w], "test": 9.0} for s in (False, True)
-             for k, w in ((2, w2), (32, w32))}
-    c9 = st.c9_check(S, trunc)
+    assert (S.c9_seeds, S.c9_epochs, S.c9_nll) == ([0, 1, 2], 40, False)
+    assert st.c9_jobs(S) == [("jsb", "rnn", False, s, {"k": k, "epochs": 40}) for s in S.c9_seeds
+                             for k in (2, 32)]
+    runs = {(False, k, s): {"w_norms": [1.0, w + 0.1 * (s - 1)]} for s in S.c9_seeds
+            for k, w in ((2, w2), (32, w32))}
+    trunc = {("rnn", s, k): {"test": 9.0 + 0.1 * s} for s in (False, True) for k in (2, 32)}
+    c9 = st.c9_check(S, trunc, runs)
     assert (c9["passed"], c9["verdict"]) == (passed, verdict)
+    assert c9["value"]["‖W‖₂ k=2"] == pytest.approx(w2)  # mean over the seeds
+    assert c9["value"]["NLL(stable) − NLL(unstable), k=2"] == pytest.approx(0.1)  # F2's, reported
+    assert st.c9_drops(S, runs, 1) == [0.0, 0.0, 0.0]
+    assert st.c9_drops(S, runs, 2) == pytest.approx([w2 - w32] * 3)
 
 
 @pytest.mark.parametrize(("adv2", "adv32", "passed"), [
@@ -225,16 +233,15 @@ def test_c9_rule(w2, w32, passed, verdict):
     ((0.10, -0.05, 0.02), (0.0, 0.0, 0.0), False),    # within one sd of zero
     ((0.10, 0.12, 0.08), (0.2, 0.2, 0.2), False)])    # not shrinking by k = 32
 def test_c9_rule_over_seeds(adv2, adv32, passed):
-    S = st.resolve(**{**RESOLVE, "n_seeds": 3})
-    assert len(st.c9_seed_jobs(S)) == 8  # two more seeds x {unstable, stable} x k in {2, 32}
-    runs = [{(s, k): {"test": 9.0 + (a if s else 0.0), "w_norms": [1.0, w]} for s in (False, True)
-             for k, a, w in ((2, a2, 3.4), (32, a32, 2.4))} for a2, a32 in zip(adv2, adv32)]
-    trunc = {("rnn", s, k): runs[0][(s, k)] for s in (False, True) for k in (2, 32)}
-    c9 = st.c9_check(S, trunc, runs[1:])
+    S = st.resolve(**{**RESOLVE, "profile": "full"})
+    assert (S.c9_seeds, S.c9_epochs, S.c9_nll) == (S.seeds, None, True)
+    assert len(st.c9_jobs(S)) == 12  # three seeds x {unstable, stable} x k in {2, 32}
+    runs = {(s, k, seed): {"test": 9.0 + (a if s else 0.0), "w_norms": [1.0, w]}
+            for seed, a2, a32 in zip(S.c9_seeds, adv2, adv32) for s in (False, True)
+            for k, a, w in ((2, a2, 3.4), (32, a32, 2.4))}
+    c9 = st.c9_check(S, {}, runs)
     assert c9["passed"] == passed and c9["value"]["seeds"] == 3
     assert c9["verdict"] == (None if passed else "partly")
-    runs[2][(False, 32)]["w_norms"] = [1.0, 3.4]  # the norms are means over seeds
-    assert st.c9_check(S, trunc, runs[1:])["value"]["‖W‖₂ k=32"] == pytest.approx(2.4 + 1 / 3)
 
 
 @pytest.mark.parametrize(("nll", "passed"), [((9.0, 9.1, 9.05), True), ((9.0, 9.2, 9.05), False)])
@@ -257,10 +264,11 @@ def test_train_all_covers_every_section_longest_first(monkeypatch):
     assert any(j[4] == st.FORK_LSTM for j in seen)
     costs = sorted((st.job_cost(S, j) for j in seen), reverse=True)
     assert costs[0] > costs[-1] > 0
+    assert all(job in seen for job in st.c9_jobs(S))  # C9's longer runs come along
     seen.clear()
-    S3 = st.resolve(**(RESOLVE | {"n_seeds": 3}))
-    st.train_all(None, S3)  # C9's extra seeds come along
-    assert all(job in seen for job in st.c9_seed_jobs(S3))
+    full = st.resolve(**(RESOLVE | {"profile": "full"}))
+    st.train_all(None, full)  # seed 0 of C9's runs is F2's: scheduled once
+    assert all(job in seen for job in st.c9_jobs(full)) and len(set(map(repr, seen))) == len(seen)
 
 
 def test_full_profile_language_model_figures_are_scheduled(monkeypatch):
@@ -320,7 +328,9 @@ def test_language_model_truncations_and_f5_on_toy_sizes(tmp_path):
     trunc = {(c, False, k): {"test": 9.0, "w_norms": [2.0]} for c in st.CELLS for k in S.f2_k}
     trunc |= {("rnn", True, k): {"test": 9.0, "w_norms": [1.0]} for k in S.f2_k}
     res = {(t, c, False): [({"test": 9.0}, None)] for t in ("jsb", "ptb_char") for c in st.CELLS}
-    st.f2_f4_figures(run, S, trunc, res, lm)
+    c9 = {(False, k, s): {"w_norms": [1.5, 2.0]} for k in (2, 32) for s in S.c9_seeds}
+    st.f2_f4_figures(run, S, trunc, res, c9, lm)
+    assert run.figures["F2"][0] == 3 and "3 seeds, 2 epochs" in run.figures["F2"][1]
     assert run.figures["F4"][0] == 2 and "PTB characters" in run.figures["F4"][1]
 
 

@@ -10,23 +10,35 @@ from typing import NamedTuple
 import numpy as np
 
 
-def plot_f2(ks: list[int], nll: dict[str, list[float]], w_norm: list[float]):
+def plot_f2(ks: list[int], nll: dict[str, list[float]], w_norm: list[float],
+            w_train: dict[int, list[np.ndarray]], epochs: int):
     """F2 (§4.3): JSB test NLL of the unstable and stable RNN and the unstable RNN's
-    :math:`\\|W\\|_2` against the training truncation k."""
+    :math:`\\|W\\|_2` against the training truncation k; and C9's runs: :math:`\\|W\\|_2` per
+    epoch at each k of ``w_train`` (one line per seed), with a dotted line at the left panels
+    ``epochs``."""
     import matplotlib.pyplot as plt
-    fig, (a, b) = plt.subplots(1, 2, figsize=(8, 3.5))
+    fig, (a, b, c) = plt.subplots(1, 3, figsize=(11, 3.5))
     for name, v in nll.items():
         a.plot(ks, v, "o-", label=name)
     a.set_ylabel("test NLL per frame (nats)")
     a.legend()
     b.plot(ks, w_norm, "o-", color="C0")
-    b.axhline(1, color="0.6", ls="--", lw=1)
     b.set_ylabel(r"$\|W\|_2$ of the unstable RNN")
     for ax in (a, b):
         ax.set_xscale("log", base=2)
         ax.set_xticks(ks, [str(k) for k in ks])
         ax.minorticks_off()
         ax.set_xlabel("training truncation k")
+    for i, (k, runs) in enumerate(w_train.items()):
+        for j, w in enumerate(runs):
+            c.plot(np.arange(1, len(w) + 1), w, color=f"C{i + 2}", lw=1.2,
+                   label=f"k = {k}" if j == 0 else None)
+    c.axvline(epochs, color="0.4", ls=":", lw=1, label=f"{epochs} epochs (left)")
+    c.set_xlabel("epoch")
+    c.set_ylabel(r"$\|W\|_2$ of the unstable RNN")
+    c.legend()
+    for ax in (b, c):
+        ax.axhline(1, color="0.6", ls="--", lw=1)
     return fig
 
 

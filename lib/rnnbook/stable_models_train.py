@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
@@ -82,6 +82,9 @@ class Settings:
     seeds: list[int]
     lm_device: torch.device
     f2_k: list[int] = field(default_factory=list)  # training truncations of F2/F4 (JSB)
+    c9_seeds: list[int] = field(default_factory=list)  # C9's unstable RNN at k = 2, 32
+    c9_epochs: int | None = None  # None: Table 1's; quick: 40, since the gap grows with training
+    c9_nll: bool = False  # C9's NLL half checked over c9_seeds (full), else reported
     f5_k: list[int] = field(default_factory=list)
     f5_epochs: int = 6
     f5_ref: int = 65
@@ -134,6 +137,8 @@ def resolve(profile, device, seed, tasks, hidden_size, epochs, max_train_tokens,
     return Settings(profile, tasks, configs, data_dir, lstm_forget_bias, lstm_constraint,
                     list(range(seed, seed + n_seeds)), dev,
                     f2_k=[1, 2, 4, 8, 16, 32, 64] if full else [2, 8, 32],
+                    c9_seeds=list(range(seed, seed + max(3, n_seeds))),
+                    c9_epochs=None if full else 40, c9_nll=full,
                     f5_k=[5, 10, 20, 40] if full else [5, 10, 40],
                     f5_epochs=20 if full else 6,
                     f5_task="wikitext2" if wt2 else "jsb",
@@ -748,7 +753,8 @@ def train_all(cache, S: Settings, progress=lambda it, **kw: it) -> None:
     jobs = [(t, c, s, seed, {}) for t in S.tasks for c, s in MODELS for seed in S.seeds]
     if "jsb" in S.tasks:
         seed = S.seeds[0]
-        jobs += [("jsb", c, s, seed, {"k": k}) for c, s, k in truncation_jobs(S)] + c9_seed_jobs(S)
+        jobs += [("jsb", c, s, seed, {"k": k}) for c, s, k in truncation_jobs(S)]
+        jobs += [j for j in c9_jobs(S) if j not in jobs]
         jobs += [("jsb", "lstm", True, seed, FORK_LSTM)]
     prefit(cache, S, jobs + f5_jobs(S) + lm_truncation_jobs(S), S.workers, progress)
 
@@ -933,9 +939,11 @@ def lm_truncation_sweep(cache, S: Settings, tds: dict[str, TaskData],
             in zip(jobs, fit_jobs(cache, S, tds, jobs, progress))}
 
 
-def f2_f4_figures(run, S: Settings, trunc: dict, res: dict, lm: dict | None = None) -> None:
-    """Draw F2 (NLL and ‖W‖₂ against k) and F4 (test metric against k, recurrent models dashed:
-    JSB, and in the full profile the language models ``lm`` of :func:`lm_truncation_sweep`)."""
+def f2_f4_figures(run, S: Settings, trunc: dict, res: dict, c9: dict,
+                  lm: dict | None = None) -> None:
+    """Draw F2 (NLL and ‖W‖₂ against k; ‖W‖₂ during C9's runs ``c9`` of :func:`c9_runs`) and F4
+    (test metric against k, recurrent models dashed: JSB, and in the full profile the language
+    models ``lm`` of :func:`lm_truncation_sweep`)."""
     from rnnbook import stable_models_plots as smp
     if not trunc:
         return
@@ -943,9 +951,13 @@ def f2_f4_figures(run, S: Settings, trunc: dict, res: dict, lm: dict | None = No
     nll = {"unstable RNN": [trunc[("rnn", False, k)]["test"] for k in ks],
            "stable RNN": [trunc[("rnn", True, k)]["test"] for k in ks]}
     w = [trunc[("rnn", False, k)]["w_norms"][-1] for k in ks]
-    run.save_figure(smp.plot_f2(ks, nll, w), "F2", "The price of stability (§4.3): JSB test NLL of "
-                    "the unstable and stable RNN (left) and $\\|W\\|_2$ of the unstable RNN (right) "
-                    "against the training truncation $k$.")
+    w_train = {k: [c9[(False, k, seed)]["w_norms"] for seed in S.c9_seeds] for k in (2, 32)}
+    fig = smp.plot_f2(ks, nll, w, w_train, len(trunc[("rnn", False, ks[0])]["w_norms"]))
+    run.save_figure(fig, "F2", "The price of stability (§4.3): JSB test NLL of the unstable and "
+                    "stable RNN (left) and $\\|W\\|_2$ of the unstable RNN (middle) against the "
+                    "training truncation $k$; right: $\\|W\\|_2$ of the unstable RNN during C9's "
+                    f"runs ($k$ = 2 and 32, {len(S.c9_seeds)} seeds, {len(w_train[2][0])} epochs; "
+                    "dotted: the left panels' epochs).")
     name = {c: f"unstable {c.upper()}" for c in CELLS}
     panels = [smp.F4Panel("JSB", "test NLL per frame (nats)", ks,
                           {name[c]: [trunc[(c, False, k)]["test"] for k in ks] for c in CELLS},
@@ -959,50 +971,59 @@ def f2_f4_figures(run, S: Settings, trunc: dict, res: dict, lm: dict | None = No
                     + "); dashed: the recurrent model (Table 1).")
 
 
-def c9_seed_jobs(S: Settings) -> list[Job]:
-    """C9's NLL half over seeds (full profile): the JSB RNNs, unstable and stable, at k = 2 and 32
-    for every seed after the first (whose runs are the truncation sweep's); none with one seed."""
-    return [("jsb", "rnn", s, seed, {"k": k}) for seed in S.seeds[1:] for s in (False, True)
-            for k in (2, 32)]
+def c9_jobs(S: Settings) -> list[Job]:
+    """C9's runs: the unstable JSB RNN at k = 2 and 32 for every seed of ``S.c9_seeds``, trained
+    ``S.c9_epochs`` epochs (None: Table 1's, so that the first seed's runs are F2's); with the NLL
+    half (``S.c9_nll``, full profile) also the stable RNN."""
+    w = {"epochs": S.c9_epochs} if S.c9_epochs else {}
+    return [("jsb", "rnn", s, seed, {"k": k} | w) for seed in S.c9_seeds
+            for s in ((False, True) if S.c9_nll else (False,)) for k in (2, 32)]
 
 
-def c9_seed_runs(cache, S: Settings, td: TaskData | None, progress=lambda it, **kw: it
-                 ) -> list[dict]:
-    """The runs of :func:`c9_seed_jobs`, one dict ``{(stable, k): summary}`` per extra seed."""
-    if td is None or len(S.seeds) < 2:
-        return []
-    jobs = c9_seed_jobs(S)
-    runs: list[dict] = [{} for _ in S.seeds[1:]]
-    for (_, _, s, seed, w), (summary, _) in zip(jobs, fit_jobs(cache, S, {"jsb": td}, jobs,
-                                                              progress)):
-        runs[S.seeds.index(seed) - 1][(s, w["k"])] = summary
-    return runs
+def c9_runs(cache, S: Settings, td: TaskData | None, progress=lambda it, **kw: it
+            ) -> dict[tuple[bool, int, int], dict]:
+    """The runs of :func:`c9_jobs`, keyed (stable, k, seed)."""
+    if td is None:
+        return {}
+    jobs = c9_jobs(S)
+    return {(s, w["k"], seed): summary for (_, _, s, seed, w), (summary, _)
+            in zip(jobs, fit_jobs(cache, S, {"jsb": td}, jobs, progress))}
 
 
-def c9_check(S: Settings, trunc: dict, more: Sequence[dict] = ()) -> dict:
-    """C9: ‖W‖₂ of the unstable JSB RNN at k = 2 exceeds that at k = 32 by at least 0.5 (mean over
-    seeds); with several seeds (``more``: :func:`c9_seed_runs`) also the spec's NLL half: the mean
-    advantage of
-    the unstable model, NLL(stable) − NLL(unstable), is above one standard deviation over seeds at
-    k = 2 and smaller at k = 32. With one seed the advantage is reported only. "Partly" if ‖W‖₂
-    falls with k but a check fails."""
-    if not trunc:
+def c9_check(S: Settings, trunc: dict, runs: dict) -> dict:
+    """C9: ‖W‖₂ of the unstable JSB RNN at k = 2 exceeds that at k = 32 by at least 0.5, as means
+    over the seeds of ``runs`` (:func:`c9_runs`). The NLL half, NLL(stable) − NLL(unstable): with
+    ``S.c9_nll`` its mean over seeds must exceed one standard deviation at k = 2 and be smaller at
+    k = 32; otherwise it is reported from F2's runs (``trunc``, one seed). "Partly" if ‖W‖₂ falls
+    with k but a check fails."""
+    if not runs:
         return {"value": "jsb not in tasks", "passed": False, "verdict": "inconclusive"}
-    w2, w32 = (float(np.mean([trunc[("rnn", False, k)]["w_norms"][-1]]
-                             + [r[(False, k)]["w_norms"][-1] for r in more])) for k in (2, 32))
-    adv = {k: [trunc[("rnn", True, k)]["test"] - trunc[("rnn", False, k)]["test"]]
-           + [r[(True, k)]["test"] - r[(False, k)]["test"] for r in more] for k in (2, 32)}
-    value = {"‖W‖₂ k=2": w2, "‖W‖₂ k=32": w32,
+    w2, w32 = (float(np.mean([runs[(False, k, seed)]["w_norms"][-1] for seed in S.c9_seeds]))
+               for k in (2, 32))
+    if S.c9_nll:
+        adv = {k: [runs[(True, k, s)]["test"] - runs[(False, k, s)]["test"] for s in S.c9_seeds]
+               for k in (2, 32)}
+    else:
+        adv = {k: [trunc[("rnn", True, k)]["test"] - trunc[("rnn", False, k)]["test"]]
+               for k in (2, 32)}
+    value = {"‖W‖₂ k=2": w2, "‖W‖₂ k=32": w32, "seeds": len(S.c9_seeds),
+             "epochs": S.c9_epochs or S.configs["jsb"].epochs,
              "NLL(stable) − NLL(unstable), k=2": float(np.mean(adv[2])),
              "NLL(stable) − NLL(unstable), k=32": float(np.mean(adv[32]))}
-    nll_ok = True  # one seed: reported, not checked
-    if len(adv[2]) > 1:
+    nll_ok = True  # reported, not checked
+    if S.c9_nll:
         sd = float(np.std(adv[2], ddof=1))
         nll_ok = bool(np.mean(adv[2]) > sd and np.mean(adv[32]) < np.mean(adv[2]))
-        value |= {"sd over seeds, k=2": sd, "seeds": len(adv[2])}
+        value["NLL sd over seeds, k=2"] = sd
     passed = w2 - w32 >= 0.5 and nll_ok
     return {"value": value, "passed": bool(passed),
             "verdict": None if passed else "partly" if w2 > w32 else "not reproduced"}
+
+
+def c9_drops(S: Settings, runs: dict, epoch: int) -> list[float]:
+    """C9: ‖W‖₂(k=2) − ‖W‖₂(k=32) of the unstable RNN after ``epoch`` epochs, one per seed."""
+    return [float(runs[(False, 2, s)]["w_norms"][epoch - 1] - runs[(False, 32, s)]["w_norms"][epoch - 1])
+            for s in S.c9_seeds]
 
 
 def c11_check(S: Settings, trunc: dict, res: dict) -> dict:
