@@ -217,15 +217,29 @@ def test_c9_rule(w2, w32, passed, verdict):
     assert (S.c9_seeds, S.c9_epochs, S.c9_nll) == ([0, 1, 2], 40, False)
     assert st.c9_jobs(S) == [("jsb", "rnn", False, s, {"k": k, "epochs": 40}) for s in S.c9_seeds
                              for k in (2, 32)]
-    runs = {(False, k, s): {"w_norms": [1.0, w + 0.1 * (s - 1)]} for s in S.c9_seeds
+    runs = {(False, k, s): {"w_norms": [1.0] * 39 + [w + 0.1 * (s - 1)]} for s in S.c9_seeds
             for k, w in ((2, w2), (32, w32))}
-    trunc = {("rnn", s, k): {"test": 9.0 + 0.1 * s} for s in (False, True) for k in (2, 32)}
+    trunc = {("rnn", s, k): {"test": 9.0 + (0.1 if k == 2 else 0.05) * s} for s in (False, True)
+             for k in (2, 32)}  # instability's NLL advantage shrinks with k, as the paper says
     c9 = st.c9_check(S, trunc, runs)
     assert (c9["passed"], c9["verdict"]) == (passed, verdict)
     assert c9["value"]["‖W‖₂ k=2"] == pytest.approx(w2)  # mean over the seeds
     assert c9["value"]["NLL(stable) − NLL(unstable), k=2"] == pytest.approx(0.1)  # F2's, reported
-    assert st.c9_drops(S, runs, 1) == [0.0, 0.0, 0.0]
-    assert st.c9_drops(S, runs, 2) == pytest.approx([w2 - w32] * 3)
+    assert c9["value"]["‖W‖₂ drop at epoch 15, mean"] == 0.0
+    assert st.c9_drops(S, runs, 40) == pytest.approx([w2 - w32] * 3)
+
+
+def test_c9_quick_is_partly_when_the_reported_nll_half_is_not_seen():
+    """Quick: the NLL half is reported, not checked; a stable model as good or better at k = 2
+    leaves the norm half's pass standing but makes the verdict 'partly'."""
+    S = st.resolve(**RESOLVE)
+    runs = {(False, k, s): {"w_norms": [1.0] * 39 + [w]} for s in S.c9_seeds
+            for k, w in ((2, 3.4), (32, 2.4))}
+    trunc = {("rnn", s, k): {"test": 9.0 - (0.05 if s else 0.0)} for s in (False, True)
+             for k in (2, 32)}
+    c9 = st.c9_check(S, trunc, runs)
+    assert (c9["passed"], c9["verdict"]) == (True, "partly")
+    assert "F2's" in c9["value"]["NLL runs"]
 
 
 @pytest.mark.parametrize(("adv2", "adv32", "passed"), [
@@ -330,7 +344,7 @@ def test_language_model_truncations_and_f5_on_toy_sizes(tmp_path):
     res = {(t, c, False): [({"test": 9.0}, None)] for t in ("jsb", "ptb_char") for c in st.CELLS}
     c9 = {(False, k, s): {"w_norms": [1.5, 2.0]} for k in (2, 32) for s in S.c9_seeds}
     st.f2_f4_figures(run, S, trunc, res, c9, lm)
-    assert run.figures["F2"][0] == 3 and "3 seeds, 2 epochs" in run.figures["F2"][1]
+    assert run.figures["F2"][0] == 3 and "3 seeds" in run.figures["F2"][1]
     assert run.figures["F4"][0] == 2 and "PTB characters" in run.figures["F4"][1]
 
 

@@ -33,7 +33,7 @@ def plot_f2(ks: list[int], nll: dict[str, list[float]], w_norm: list[float],
         for j, w in enumerate(runs):
             c.plot(np.arange(1, len(w) + 1), w, color=f"C{i + 2}", lw=1.2,
                    label=f"k = {k}" if j == 0 else None)
-    c.axvline(epochs, color="0.4", ls=":", lw=1, label=f"{epochs} epochs (left)")
+    c.axvline(epochs, color="0.4", ls=":", lw=1, label=f"{epochs} epochs (left, middle)")
     c.set_xlabel("epoch")
     c.set_ylabel(r"$\|W\|_2$ of the unstable RNN")
     c.legend()
