@@ -276,6 +276,14 @@ def test_c11_check_can_fail():
     assert not cm.c11_check([1, 4, 16, 32], [1e-3, 0.1, 0.05, 2.0], True)["passed"]
 
 
+def test_c11_spearman_at_the_threshold_passes():
+    """Seed 1's quick losses: one swapped pair gives Spearman exactly -4/5, which the rule's
+    '<= -0.8' admits; scipy's float computation gave -0.7999999999999999 and failed it."""
+    c11 = cm.c11_check([1, 4, 16, 32], [1.42, 2.1, 9.11e-4, 1.11e-4], True)
+    assert c11["spearman"] == -0.8 and c11["passed"]
+    assert not cm.c11_check([1, 4, 16, 32], [1.42, 2.1, 1e-4, 9e-4], True)["passed"]  # -0.6
+
+
 # ----------------------------------------------------------------------------- optimisers (E1)
 @pytest.mark.parametrize("kind", ["sgd", "adamw", "adam"])
 def test_optimizer_step_matches_torch(kind):

@@ -130,6 +130,16 @@ def value_html(value: Any) -> str:
     return html.escape(format_value(value))
 
 
+def spearman(x: Any, y: Any) -> float:
+    """Spearman's rank correlation, as the claim checks compare it with a threshold (curse of
+    memory C11, extrapolation C6, learning dynamics C7). On ranks it is a ratio of small integers,
+    but scipy computes it as a Pearson correlation in floats, which can land one rounding step on
+    the wrong side of a threshold (−0.7999999999999999 for −4/5, seen on curse of memory C11 with
+    seed 1); rounding to 12 decimals gives the exact value back."""
+    from scipy.stats import spearmanr
+    return round(float(spearmanr(x, y).statistic), 12)
+
+
 def atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so that a reader never sees a half-written file."""
     path.parent.mkdir(parents=True, exist_ok=True)

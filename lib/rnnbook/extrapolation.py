@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from scipy.optimize import linprog
 
-from rnnbook import params
+from rnnbook import claims, params
 from rnnbook.display import table
 
 DTYPE = torch.float64
@@ -715,15 +715,13 @@ def prop3_check(lam: Sequence[float], w: Sequence[float], k: int,
 def spearman_link(rows: Sequence[dict]) -> dict:
     """C6 (§4.2): per run, Spearman correlation of log L and log eps over the checkpoints; runs whose
     checkpoints are all equal (frozen before the first) have none and are counted apart."""
-    from scipy.stats import spearmanr
-
     rhos, worse, flat = [], [], 0
     for r in rows:
         L, e = np.log(r["ck_loss"]), np.log(r["ck_eps"])
         if np.ptp(L) == 0 or np.ptp(e) == 0 or not np.all(np.isfinite(e)):
             flat += 1
             continue
-        rhos.append(float(spearmanr(L, e).statistic))
+        rhos.append(claims.spearman(L, e))
         worse.append(bool(r["ck_eps"][-1] > r["ck_eps"][0]))
     med = float(np.median(rhos)) if rhos else math.nan
     return {"median_rho": med, "min_rho": min(rhos, default=math.nan), "n_runs": len(rhos),

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from scipy.stats import spearmanr
 
+from rnnbook import claims
 from rnnbook import learning_dynamics as ld
 from rnnbook import learning_dynamics_plots as ldp
 
@@ -236,7 +236,7 @@ def ntk_check(ntk: dict, gate: float = 1e-3, d_gain: float = 0.2) -> dict:
         for it, T in enumerate(Ts):
             ok = np.isfinite(D[it])
             if T >= 2 and ok.sum() >= 3:
-                rhos.append(float(spearmanr(sig[ok], D[it, ok]).statistic))
+                rhos.append(claims.spearman(sig[ok], D[it, ok]))
         rho = float(np.median(rhos)) if rhos else math.nan
         d1 = np.nanmean(D[Ts.index(1), small])
         min_gain = float(min(np.nanmean(D[it, small]) - d1 for it, T in enumerate(Ts) if T > 1))
