@@ -742,7 +742,7 @@ def f3_grid_notes(rows: Sequence[dict], f3: dict[str, dict[float, dict]], lrs: d
     learning-rate grids (``grids``), how many points chose their grid's
     largest rate (``top``), and (``above``) what runs of the same LRU at a larger rate elsewhere on
     the page (``lru_twins``: F10's θ0 = π LRU, identical but for its name) say about the point at
-    ``nu0``."""
+    ``nu0``; and the full profile's top rates (``full_rnn``, ``full_lru``)."""
     top = sum(r["lr"] == max(lrs[m]) for m, t in f3.items() for r in t.values())
     n = sum(len(t) for t in f3.values())
     up = [r for r in cosine_runs(rows, model=list(lru_twins), nu0=nu0) if r["lr"] > max(lrs["LRU"])]
@@ -754,7 +754,8 @@ def f3_grid_notes(rows: Sequence[dict], f3: dict[str, dict[float, dict]], lrs: d
     return {"lru_growth": f3["LRU"][nu0]["loss"] / f3["LRU"][min(f3["LRU"])]["loss"],
             "grids": "; ".join(f"{m} {lr_grid(lrs[m])}" for m in f3),
             "top": f"all {n}" if top == n else f"{top} of the {n}",
-            "above": above or "No other run of this page brackets them."}
+            "above": above or "No other run of this page brackets them.",
+            "full_rnn": max(LRS_FULL["RNN"]), "full_lru": max(LRS_FULL["LRU"])}
 
 
 # ============================================================================ F10, E1 configurations

@@ -209,7 +209,8 @@ def _link_figures(app, doctree, docname: str) -> None:
         links += nodes.reference("", "SVG", refuri=urls["svg"], classes=["rnnbook-figure-file"])
         if "profile" in record:
             seed = f", seed {record['seed']}" if "seed" in record else ""
-            given = ", ".join(f"{k} = {v}" for k, v in record.get("parameters", {}).items() if k != "seed")
+            given = ", ".join(f"{k} = {v}" for k, v in record.get("parameters", {}).items()
+                              if k != "seed")
             seed += f" ({given})" if given else ""
             links += nodes.Text(f" — {record['profile']} profile{seed}, commit "
                                 f"{record.get('commit')}, {record.get('date', '')[:10]}")
