@@ -3,8 +3,8 @@
 Both compute the loss and its gradients for the chapter's quick-profile teacher-student runs of one
 architecture (every nu0 and learning rate stacked on the run axis, batch 128, T = 300), in this
 process, on one thread, float64. The baseline is the step-by-step recurrence
-(:func:`rnnbook.curse_of_memory.predict_recurrent`, a Python loop over time, autograd through it);
-the chapter's step is the causal convolution by FFT (:func:`rnnbook.curse_of_memory.predict_fft`).
+(:func:`rnnbook.curse_of_memory.models.predict_recurrent`, a Python loop over time, autograd through it);
+the chapter's step is the causal convolution by FFT (:func:`rnnbook.curse_of_memory.models.predict_fft`).
 Both must give the same loss and gradients; the last line printed is the speed-up ratio.
 
     .venv/bin/python bench/curse_of_memory.py [--reps 3]
@@ -16,13 +16,13 @@ import time
 
 import torch
 
-import rnnbook.curse_of_memory as cm
+from rnnbook.curse_of_memory import experiments, models
 
 
 def step(fn, spec, p, x, K_star, D_star):
     """Loss and gradients of one training step, with the teacher's output by FFT."""
     q = {k: v.clone().requires_grad_() for k, v in p.items()}
-    y_star = cm.causal_conv(x, K_star) + D_star[:, None, None] * x
+    y_star = models.causal_conv(x, K_star) + D_star[:, None, None] * x
     loss = 0.5 * ((fn(spec, q, x) - y_star) ** 2).mean((1, 2))
     grads = torch.autograd.grad(loss.sum(), list(q.values()))
     return loss.detach(), grads
@@ -33,22 +33,22 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     reps = ap.parse_args().reps
     torch.set_num_threads(1)
-    S = cm.resolve("quick", [0.0], None, 300, 64, None, None, None)
+    S = experiments.resolve("quick", [0.0], None, 300, 64, None, None, None)
     total = {"fft": 0.0, "recurrence": 0.0}
     worst = 0.0
     n_runs = 0
     for name, kind in (("RNN", "dense"), ("LRU", "diag")):
-        spec = cm.ModelSpec(name, kind, S.hidden_size)
+        spec = models.ModelSpec(name, kind, S.hidden_size)
         cfgs = [(nu, lr, s) for nu in S.nu0_values for lr in S.lrs[name] for s in S.seeds]
         n_runs += len(cfgs)
-        p = cm.stack_params([cm.init_params(spec, torch.Generator().manual_seed(10_000 + s), nu)
+        p = models.stack_params([models.init_params(spec, torch.Generator().manual_seed(10_000 + s), nu)
                              for nu, _, s in cfgs])
-        tp = cm.stack_params([cm.teacher(nu) for nu, _, _ in cfgs])
-        K_star = cm.kernel(cm.TEACHER_SPEC, tp, S.T)
+        tp = models.stack_params([models.teacher(nu) for nu, _, _ in cfgs])
+        K_star = models.kernel(models.TEACHER_SPEC, tp, S.T)
         x = torch.randn(len(cfgs), S.batch, S.T, generator=torch.Generator().manual_seed(0),
                         dtype=torch.float64)
         out = {}
-        for label, fn in (("fft", cm.predict_fft), ("recurrence", cm.predict_recurrent)):
+        for label, fn in (("fft", models.predict_fft), ("recurrence", models.predict_recurrent)):
             step(fn, spec, p, x, K_star, tp["D"])  # warm-up
             t0 = time.perf_counter()
             for _ in range(reps):

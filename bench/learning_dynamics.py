@@ -5,7 +5,7 @@ Both train the quick profile's F6 networks at one length T (both initialisations
 for the same GD steps and compute each network's kernel before and after, in this process, on one
 thread. The baseline is the straightforward implementation: one network at a time, torch autograd
 for the gradient and ``torch.func.jacrev`` for the Jacobian of the kernel :math:`K=JJ^\\top`. The
-batched program is :func:`rnnbook.learning_dynamics_nets.ntk_sweep` (all networks stacked,
+batched program is :func:`rnnbook.learning_dynamics.networks.ntk_sweep` (all networks stacked,
 hand-written backpropagation and the closed-form kernel, in numpy). The last line printed is the
 speed-up ratio.
 
@@ -20,13 +20,12 @@ import numpy as np
 import torch
 from torch.func import jacrev
 
-import rnnbook.learning_dynamics as ld
-import rnnbook.learning_dynamics_nets as nets
+from rnnbook.learning_dynamics import experiments, networks
 
 
 def kernel(W: list[torch.Tensor], X: torch.Tensor) -> torch.Tensor:
     """Baseline NTK of one network: :math:`JJ^\\top` from autodiff Jacobians of vec Ŷ_T."""
-    J = jacrev(lambda *w: nets.forward(*(x[None] for x in w), X[None])[0].reshape(-1),
+    J = jacrev(lambda *w: networks.forward(*(x[None] for x in w), X[None])[0].reshape(-1),
                argnums=(0, 1, 2))(*W)
     J = torch.cat([j.reshape(j.shape[0], -1) for j in J], 1)
     return J @ J.T
@@ -38,7 +37,7 @@ def distance_one(W: list[torch.Tensor], X: torch.Tensor, Y: torch.Tensor, rate: 
     K0 = kernel(W, X)
     W = [w.clone().requires_grad_() for w in W]
     for _ in range(steps):
-        L = 0.5 * ((nets.forward(*(w[None] for w in W), X[None])[0] - Y) ** 2).sum()
+        L = 0.5 * ((networks.forward(*(w[None] for w in W), X[None])[0] - Y) ** 2).sum()
         grads = torch.autograd.grad(L, W)
         with torch.no_grad():
             for w, g in zip(W, grads):
@@ -52,13 +51,13 @@ def main() -> None:
     ap.add_argument("--T", type=int, default=3)
     T = ap.parse_args().T
     torch.set_num_threads(1)
-    S = ld.resolve("quick", 6, 0.1, 0.01, 20_000, 0.8)
+    S = experiments.resolve("quick", 6, 0.1, 0.01, 20_000, 0.8)
     _, sigmas, seeds = S.f6
-    rate, steps = nets.f6_schedule(T)
+    rate, steps = networks.f6_schedule(T)
     t0 = time.perf_counter()
-    batched = nets.ntk_sweep([T], sigmas, seeds)["D"][0]  # (init, σ, seed)
+    batched = networks.ntk_sweep([T], sigmas, seeds)["D"][0]  # (init, σ, seed)
     t_batched = time.perf_counter() - t0
-    X, Y, W = nets.f6_networks(T, sigmas, seeds)  # order (seed, init, σ)
+    X, Y, W = networks.f6_networks(T, sigmas, seeds)  # order (seed, init, σ)
     t0 = time.perf_counter()
     loop = np.array([distance_one([torch.from_numpy(w[c]) for w in W], torch.from_numpy(X[c]),
                                   torch.from_numpy(Y[c]), rate, steps) for c in range(len(X))])

@@ -4,7 +4,7 @@ Both train the *stable* tanh RNN (nhid 128, projected onto ‖W‖₂ ≤ 1 afte
 epoch over the 229 JSB training chorales, one chorale per step, in this process, on one thread,
 with subnormal floats flushed. The baseline is the authors' fork's loop: ``nn.RNN`` and an SVD
 projection after every step. The chapter's epoch uses the hand-written tanh recurrence
-(:class:`rnnbook.stable_models_train.TanhRNN`) and leaves ``W`` as it is when the SVD finds it
+(:class:`rnnbook.stable_models.models.TanhRNN`) and leaves ``W`` as it is when the SVD finds it
 feasible. Both report the epoch's test NLL; the last line printed is the speed-up ratio.
 
     .venv/bin/python bench/stable_models.py
@@ -18,9 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-import rnnbook.stable_models as sm
-import rnnbook.stable_models_data as smd
-import rnnbook.stable_models_train as st
+from rnnbook.stable_models import constraints, datasets, models, settings, train
 
 
 def author_epoch(train: list[torch.Tensor], hidden: int, lr: float, clip: float) -> nn.Module:
@@ -37,21 +35,21 @@ def author_epoch(train: list[torch.Tensor], hidden: int, lr: float, clip: float)
         nn.utils.clip_grad_norm_(params, clip)
         opt.step()
         with torch.no_grad():
-            rnn.weight_hh_l0.copy_(sm.project_spectral(rnn.weight_hh_l0))
+            rnn.weight_hh_l0.copy_(constraints.project_spectral(rnn.weight_hh_l0))
     return rnn
 
 
 def main() -> None:
     torch.set_num_threads(1)
     torch.set_flush_denormal(True)
-    data = smd.load_jsb()
-    cfg = st.QUICK["jsb"]
+    data = datasets.load_jsb()
+    cfg = settings.QUICK["jsb"]
     t0, c0 = time.perf_counter(), time.process_time()
     author_epoch(data["train"], cfg.hidden, lr=cfg.lr, clip=cfg.clip)
     t_author, c_author = time.perf_counter() - t0, time.process_time() - c0
-    net = st.make_net("rnn", replace(cfg, epochs=1), 88, 88, 0.0, 0)
+    net = models.make_net("rnn", replace(cfg, epochs=1), 88, 88, 0.0, 0)
     t0, c0 = time.perf_counter(), time.process_time()
-    tr = st.train_sequences("jsb", net, replace(cfg, epochs=1), data, "spectral", 0)
+    tr = train.train_sequences("jsb", net, replace(cfg, epochs=1), data, "spectral", 0)
     t_ours, c_ours = time.perf_counter() - t0, time.process_time() - c0
     print(f"author-style loop (nn.RNN, 1 chorale/step, SVD every step): {t_author:.2f} s "
           f"(CPU {c_author:.2f} s)")

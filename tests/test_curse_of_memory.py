@@ -10,9 +10,7 @@ import pytest
 import torch
 
 import rnnbook
-import rnnbook.curse_of_memory as cm
-import rnnbook.curse_of_memory_signal as cs
-import rnnbook.curse_of_memory_theory as ct
+from rnnbook.curse_of_memory import curvature, experiments, models, propagation, theory
 
 RHOS = (0.0, 0.5, 0.9, 1.0)
 
@@ -21,11 +19,11 @@ RHOS = (0.0, 0.5, 0.9, 1.0)
 @pytest.mark.parametrize("rho", RHOS)
 @pytest.mark.parametrize("lam", (0.3, 0.8, 0.95))
 def test_closed_forms_match_series(lam, rho):
-    e_h2, e_dh = cm.series_moments(lam, rho)
-    assert abs(e_h2 / cm.h2(lam, rho) - 1) < 1e-12
-    assert abs(e_dh / cm.dh_dlamb(lam, rho) - 1) < 1e-12
-    assert abs(cm.f_corr(lam, lam, rho) / cm.h2(lam, rho) - 1) < 1e-12
-    assert abs(cm.S(lam, lam, rho) / cm.dh_dlamb(lam, rho) - 1) < 1e-12
+    e_h2, e_dh = theory.series_moments(lam, rho)
+    assert abs(e_h2 / theory.h2(lam, rho) - 1) < 1e-12
+    assert abs(e_dh / theory.dh_dlamb(lam, rho) - 1) < 1e-12
+    assert abs(theory.f_corr(lam, lam, rho) / theory.h2(lam, rho) - 1) < 1e-12
+    assert abs(theory.S(lam, lam, rho) / theory.dh_dlamb(lam, rho) - 1) < 1e-12
 
 
 def test_S_is_mixed_derivative_of_f_complex():
@@ -35,15 +33,15 @@ def test_S_is_mixed_derivative_of_f_complex():
         b = torch.tensor(l2, dtype=torch.complex128)
         # holomorphic: d/da via finite complex step is exact enough; use central differences
         h = 1e-5
-        num = (cm.f_corr(a + h, b + h, rho) - cm.f_corr(a + h, b - h, rho)
-               - cm.f_corr(a - h, b + h, rho) + cm.f_corr(a - h, b - h, rho)) / (4 * h * h)
-        assert abs(complex(num) / complex(cm.S(a, b, rho)) - 1) < 1e-5
+        num = (theory.f_corr(a + h, b + h, rho) - theory.f_corr(a + h, b - h, rho)
+               - theory.f_corr(a - h, b + h, rho) + theory.f_corr(a - h, b - h, rho)) / (4 * h * h)
+        assert abs(complex(num) / complex(theory.S(a, b, rho)) - 1) < 1e-5
 
 
 def test_sympy_asymptotes():
     for rho in (0.0, 0.9, 1.0):
-        s = cm.sympy_asymptotes(rho)
-        a = cm.asymptotes(rho)
+        s = theory.sympy_asymptotes(rho)
+        a = theory.asymptotes(rho)
         assert abs(float(s["h2_pref"]) - a["h2_pref"]) < 1e-12
         assert abs(float(s["dh_pref"]) - a["dh_pref"]) < 1e-12
 
@@ -52,10 +50,10 @@ def test_monte_carlo_and_per_sample_autograd():
     """K1, K2 by Monte-Carlo (recurrence d_t = h_{t-1} + lam d_{t-1}) and by per-sample autograd."""
     gen = torch.Generator().manual_seed(0)
     lam, rho = 0.8, 0.5
-    mc = cm.mc_moments(lam, rho, 20_000, gen)
-    assert abs(mc["h2"] / cm.h2(lam, rho) - 1) < 4 * mc["h2_se"] / mc["h2"]
-    assert abs(mc["dh"] / cm.dh_dlamb(lam, rho) - 1) < 4 * mc["dh_se"] / mc["dh"]
-    x = torch.tensor(cm.ar1_inputs(4000, 100, rho, gen))
+    mc = theory.mc_moments(lam, rho, 20_000, gen)
+    assert abs(mc["h2"] / theory.h2(lam, rho) - 1) < 4 * mc["h2_se"] / mc["h2"]
+    assert abs(mc["dh"] / theory.dh_dlamb(lam, rho) - 1) < 4 * mc["dh_se"] / mc["dh"]
+    x = torch.tensor(theory.ar1_inputs(4000, 100, rho, gen))
 
     def h_last(l, xs):
         h = torch.zeros((), dtype=torch.float64)
@@ -67,11 +65,11 @@ def test_monte_carlo_and_per_sample_autograd():
         torch.tensor(lam, dtype=torch.float64), x)
     est = (grad ** 2).mean().item()
     se = (grad ** 2).std().item() / math.sqrt(len(grad))
-    assert abs(est - cm.dh_dlamb(lam, rho)) < 4 * se
+    assert abs(est - theory.dh_dlamb(lam, rho)) < 4 * se
 
 
 def test_ar1_autocorrelation():
-    x = cm.ar1_inputs(20_000, 30, 0.7, torch.Generator().manual_seed(1))
+    x = theory.ar1_inputs(20_000, 30, 0.7, torch.Generator().manual_seed(1))
     assert abs((x[:, 0] ** 2).mean() - 1) < 0.05
     assert abs((x[:, 20] * x[:, 17]).mean() - 0.7 ** 3) < 0.05
 
@@ -79,9 +77,9 @@ def test_ar1_autocorrelation():
 def test_gamma_forms_and_exp_derivative():
     lam = np.array([0.5, 0.9, 0.999])
     for rho in (0.0, 0.9):
-        assert np.allclose(cm.gamma_h2(lam, rho), (1 + rho * lam) / (1 - rho * lam), rtol=1e-10)
+        assert np.allclose(theory.gamma_h2(lam, rho), (1 + rho * lam) / (1 - rho * lam), rtol=1e-10)
     w = torch.tensor([-1.0, 0.5, 2.0], dtype=torch.float64, requires_grad=True)
-    lam_t, d = cm.dlam_domega_nu(w)
+    lam_t, d = theory.dlam_domega_nu(w)
     g = torch.autograd.grad(lam_t.sum(), w)[0]
     assert torch.allclose(g, d, rtol=1e-12)
 
@@ -92,24 +90,24 @@ def test_loss_1d_series_and_mc():
     dk = lam ** k - ls ** k
     mu, sigma = 0.7, 1.3
     series = 0.5 * (mu ** 2 * abs(dk.sum()) ** 2 + sigma ** 2 * (abs(dk) ** 2).sum())
-    assert abs(cm.loss_1d(lam, ls, mu, sigma) / series - 1) < 1e-10
+    assert abs(theory.loss_1d(lam, ls, mu, sigma) / series - 1) < 1e-10
     # torch arguments give the same value (the conjugate must be taken for tensors too)
-    t = cm.loss_1d(torch.tensor(lam), torch.tensor(ls), mu, sigma)
+    t = theory.loss_1d(torch.tensor(lam), torch.tensor(ls), mu, sigma)
     assert abs(float(t) / series - 1) < 1e-10
     rng = np.random.default_rng(0)
     x = mu + sigma * rng.normal(size=(20_000, 120))
     e = (x * (lam ** np.arange(120) - ls ** np.arange(120))).sum(1)
     v = 0.5 * abs(e) ** 2
-    assert abs(v.mean() - cm.loss_1d(lam, ls, mu, sigma)) < 3 * v.std() / math.sqrt(len(v))
+    assert abs(v.mean() - theory.loss_1d(lam, ls, mu, sigma)) < 3 * v.std() / math.sqrt(len(v))
     # gamma loss vanishes at the teacher
-    assert abs(cm.gamma_loss_1d(ls, ls)) < 1e-12
+    assert abs(theory.gamma_loss_1d(ls, ls)) < 1e-12
 
 
 def test_notebook_S_pins():
-    assert abs(cm.S(0.5, 0.5, 0.5) - 6.5185) < 1e-3
-    assert abs(cm.S_notebook(0.5, 0.5, 0.5) - 4.6091) < 1e-3
+    assert abs(theory.S(0.5, 0.5, 0.5) - 6.5185) < 1e-3
+    assert abs(theory.S_notebook(0.5, 0.5, 0.5) - 4.6091) < 1e-3
     for rho in (0.0, 1.0):
-        assert abs(cm.S_notebook(0.7, 0.2, rho) / cm.S(0.7, 0.2, rho) - 1) < 1e-12
+        assert abs(theory.S_notebook(0.7, 0.2, rho) / theory.S(0.7, 0.2, rho) - 1) < 1e-12
 
 
 # ----------------------------------------------------------------------------- Adam probe (K6)
@@ -123,31 +121,31 @@ def test_adam_probe_matches_torch_adam():
         opt.step()
     st = opt.state[p]
     m, v, k = st["exp_avg"].clone(), st["exp_avg_sq"].clone(), int(st["step"])
-    predicted = cm.adam_effective_lr(m, v, k, 1e-3)
+    predicted = models.adam_effective_lr(m, v, k, 1e-3)
     before = p.detach().clone()
     p.grad = torch.ones(5, dtype=torch.float64)
     opt.step()
     assert torch.allclose(before - p.detach(), predicted, rtol=1e-12, atol=1e-15)
-    assert cm.adam_effective_lr(torch.zeros(1), torch.zeros(1), 0, 1e-3).item() == pytest.approx(
+    assert models.adam_effective_lr(torch.zeros(1), torch.zeros(1), 0, 1e-3).item() == pytest.approx(
         1e-3, rel=1e-4)
-    assert cm.group_lr(torch.tensor([-1.0, 1e-3])) == pytest.approx(10 ** ((-8 + math.log10(1e-3 + 1e-8)) / 2))
+    assert models.group_lr(torch.tensor([-1.0, 1e-3])) == pytest.approx(10 ** ((-8 + math.log10(1e-3 + 1e-8)) / 2))
 
 
 # ----------------------------------------------------------------------------- FFT trainer
-SPECS = [cm.ModelSpec("RNN", "dense", 6), cm.ModelSpec("block", "dense", 6, heads=3),
-         cm.ModelSpec("LRU", "diag", 6), cm.ModelSpec("polar", "diag", 6, param="polar"),
-         cm.ModelSpec("cdiag", "diag", 6, param="default", gamma="none")]
+SPECS = [models.ModelSpec("RNN", "dense", 6), models.ModelSpec("block", "dense", 6, heads=3),
+         models.ModelSpec("LRU", "diag", 6), models.ModelSpec("polar", "diag", 6, param="polar"),
+         models.ModelSpec("cdiag", "diag", 6, param="default", gamma="none")]
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_fft_step_equals_recurrence(spec):
     """Loss and gradients of the FFT form equal those of the step-by-step recurrence (1e-10)."""
     gen = torch.Generator().manual_seed(3)
-    p = cm.stack_params([cm.init_params(spec, gen, 0.9) for _ in range(2)])
+    p = models.stack_params([models.init_params(spec, gen, 0.9) for _ in range(2)])
     x = torch.randn(2, 5, 50, generator=gen, dtype=torch.float64)
     target = torch.randn(2, 5, 50, generator=gen, dtype=torch.float64)
     res = []
-    for fn in (cm.predict_fft, cm.predict_recurrent):
+    for fn in (models.predict_fft, models.predict_recurrent):
         q = {k: v.clone().requires_grad_() for k, v in p.items()}
         loss = 0.5 * ((fn(spec, q, x) - target) ** 2).mean((1, 2))
         g = torch.autograd.grad(loss.sum(), list(q.values()))
@@ -159,19 +157,19 @@ def test_fft_step_equals_recurrence(spec):
 
 def test_train_runs_are_independent_and_learn():
     """A run's result does not depend on which runs share its batch; the loss goes down."""
-    spec = cm.ModelSpec("LRU", "diag", 8)
-    a = cm.RunCfg(spec, 0.5, 1e-2, 0)
-    b = cm.RunCfg(cm.ModelSpec("RNN", "dense", 8), 0.9, 3e-3, 1, schedule="constant")
-    c = cm.RunCfg(spec, 0.9, 3e-2, 1)
-    both = cm.train([a, b, c], 32, 60, 16, tail=10, dtype=torch.float64)
-    one = cm.train([a], 32, 60, 16, tail=10, dtype=torch.float64)
+    spec = models.ModelSpec("LRU", "diag", 8)
+    a = models.RunCfg(spec, 0.5, 1e-2, 0)
+    b = models.RunCfg(models.ModelSpec("RNN", "dense", 8), 0.9, 3e-3, 1, schedule="constant")
+    c = models.RunCfg(spec, 0.9, 3e-2, 1)
+    both = models.train([a, b, c], 32, 60, 16, tail=10, dtype=torch.float64)
+    one = models.train([a], 32, 60, 16, tail=10, dtype=torch.float64)
     assert abs(both["final"][0] / one["final"][0] - 1) < 1e-10
     assert both["curve"][0, -1] < both["curve"][0, 0]
     assert both["eff_l1"][0] > 0 and np.isnan(both["eff_l1"][1]) and both["eff_A"][1] > 0
 
 
 def test_teacher_is_fixed_and_stable():
-    t1, t2 = cm.teacher(0.9), cm.teacher(0.9)
+    t1, t2 = models.teacher(0.9), models.teacher(0.9)
     assert torch.equal(t1["A"], t2["A"])
     mods = torch.linalg.eigvals(t1["A"][0]).abs()
     assert mods.min() >= 0.9 - 1e-9 and mods.max() < 1
@@ -179,12 +177,12 @@ def test_teacher_is_fixed_and_stable():
 
 # ----------------------------------------------------------------------------- Hessians (K9)
 def test_hessian_null_space():
-    h = cm.hessians(cm.small_teacher(0), 2048)
+    h = curvature.hessians(curvature.small_teacher(0), 2048)
     for n in ("dense", "cdiag"):
         assert h[f"loss_{n}"] < 1e-20
         e = np.abs(h[f"eig_{n}"])
         assert e[8] / e[9] > 1e4
-    assert cm.hessian_check(h)["passed"] in (True, False)
+    assert curvature.hessian_check(h)["passed"] in (True, False)
 
 
 # ----------------------------------------------------------------------------- parameters
@@ -199,51 +197,51 @@ def test_resolve_rejects(kwargs, name):
                 lrs=None, seeds=None)
     args.update(kwargs)
     with pytest.raises(rnnbook.ParameterError) as err:
-        cm.resolve(**args)
+        experiments.resolve(**args)
     assert err.value.name == name
 
 
 def test_resolve_defaults():
-    s = cm.resolve("quick", [0.0], None, 300, 64, None, None, None)
+    s = experiments.resolve("quick", [0.0], None, 300, 64, None, None, None)
     assert s.steps == 1000 and s.nu0_values == [0.36, 0.84, 0.96, 0.99] and s.seeds == [0]
-    f = cm.resolve("full", [0.0], None, 300, 64, None, None, None)
+    f = experiments.resolve("full", [0.0], None, 300, 64, None, None, None)
     assert f.steps == 10_000 and len(f.nu0_values) == 7 and len(f.seeds) == 10
 
 
 # ----------------------------------------------------------------------------- claim checks fail
 def test_mc_check_can_fail():
-    assert cm.mc_check((0.5,), (0.5,), 4000, 0.10, 0)["passed"]
-    assert not cm.mc_check((0.5,), (0.5,), 4000, 1e-6, 0)["passed"]
+    assert theory.mc_check((0.5,), (0.5,), 4000, 0.10, 0)["passed"]
+    assert not theory.mc_check((0.5,), (0.5,), 4000, 1e-6, 0)["passed"]
 
 
 def test_slope_and_gamma_checks_can_fail(monkeypatch):
-    assert cm.slope_check((0.0, 1.0))["passed"]
-    assert cm.slope_check((0.0, 0.9, 0.99, 0.999, 1.0), tol=0.005)["passed"]  # K3's 0.02 has margin
-    assert not cm.slope_check((0.0,), tol=1e-4)["passed"]  # finite-window curvature: 9e-4 at rho=0
-    monkeypatch.setattr(cm, "dh_dlamb", lambda lam, rho: cm.h2(lam, rho))  # backward = forward
-    assert not cm.slope_check((0.0,))["passed"]
-    assert not cm.gamma_check((0.5,))["passed"]
+    assert theory.slope_check((0.0, 1.0))["passed"]
+    assert theory.slope_check((0.0, 0.9, 0.99, 0.999, 1.0), tol=0.005)["passed"]  # K3's 0.02 has margin
+    assert not theory.slope_check((0.0,), tol=1e-4)["passed"]  # finite-window curvature: 9e-4 at rho=0
+    monkeypatch.setattr(theory, "dh_dlamb", lambda lam, rho: theory.h2(lam, rho))  # backward = forward
+    assert not theory.slope_check((0.0,))["passed"]
+    assert not theory.gamma_check((0.5,))["passed"]
 
 
 def test_gamma_check_is_two_sided(monkeypatch):
-    assert cm.gamma_check((0.5,))["passed"]
-    monkeypatch.setattr(cm, "gamma_exp_dh", lambda lam, rho: 0.0)  # a sensitivity that vanished
-    assert not cm.gamma_check((0.5,))["passed"]
+    assert theory.gamma_check((0.5,))["passed"]
+    monkeypatch.setattr(theory, "gamma_exp_dh", lambda lam, rho: 0.0)  # a sensitivity that vanished
+    assert not theory.gamma_check((0.5,))["passed"]
 
 
 def test_c3_check_can_fail():
     good = {"RNN": {0.36: 1e-7, 0.99: 1.0}, "LRU": {0.36: 1e-6, 0.99: 1e-3}}
-    assert cm.c3_check(good, quick=True)["passed"]
-    assert not cm.c3_check({"RNN": {0.36: 1e-2, 0.99: 1.0}, "LRU": good["LRU"]}, True)["passed"]
-    assert not cm.c3_check({"RNN": good["RNN"], "LRU": {0.36: 1e-6, 0.99: 0.03}}, True)["passed"]
-    assert not cm.c3_check({"RNN": {0.36: 1e-7, 0.99: 10.0}, "LRU": {0.36: 1e-6, 0.99: 0.05}},
+    assert experiments.c3_check(good, quick=True)["passed"]
+    assert not experiments.c3_check({"RNN": {0.36: 1e-2, 0.99: 1.0}, "LRU": good["LRU"]}, True)["passed"]
+    assert not experiments.c3_check({"RNN": good["RNN"], "LRU": {0.36: 1e-6, 0.99: 0.03}}, True)["passed"]
+    assert not experiments.c3_check({"RNN": {0.36: 1e-7, 0.99: 10.0}, "LRU": {0.36: 1e-6, 0.99: 0.05}},
                            True)["passed"]
-    assert not cm.c3_check(good, quick=False)["passed"]  # LRU 1e-3 > 1e-4
+    assert not experiments.c3_check(good, quick=False)["passed"]  # LRU 1e-3 > 1e-4
 
 
 def test_c4_gain():
-    assert cm.c4_gain(1.0, 1e-4, 1e-4) == pytest.approx(1.0)
-    assert cm.c4_gain(1.0, 0.5, 1e-4) < 0.5
+    assert experiments.c4_gain(1.0, 1e-4, 1e-4) == pytest.approx(1.0)
+    assert experiments.c4_gain(1.0, 0.5, 1e-4) < 0.5
 
 
 def test_hessian_check_can_fail():
@@ -252,36 +250,36 @@ def test_hessian_check_can_fail():
     H = M @ M.T  # full rank: no gap at 9
     w, v = np.linalg.eigh(H)
     fake = {"eig_dense": w[::-1], "vec_dense": v[:, ::-1], "eig_cdiag": w[::-1], "vec_cdiag": v[:, ::-1]}
-    assert not cm.hessian_check(fake)["passed"]
+    assert not curvature.hessian_check(fake)["passed"]
 
 
 def test_oscillation_and_ipr():
-    assert cm.oscillation(np.ones(100)) == 1.0
-    assert cm.oscillation(np.r_[np.ones(90), 1e-3, 1.0] * np.ones(1)) > 10
-    assert cm.oscillation(np.zeros(50)) == 1.0
-    assert cm.ipr(np.eye(4)).tolist() == [1.0] * 4
-    assert cm.ipr(np.ones((4, 1)))[0] == pytest.approx(0.25)
+    assert experiments.oscillation(np.ones(100)) == 1.0
+    assert experiments.oscillation(np.r_[np.ones(90), 1e-3, 1.0] * np.ones(1)) > 10
+    assert experiments.oscillation(np.zeros(50)) == 1.0
+    assert curvature.ipr(np.eye(4)).tolist() == [1.0] * 4
+    assert curvature.ipr(np.ones((4, 1)))[0] == pytest.approx(0.25)
 
 
 def test_learn_theta_batched_equals_single():
-    both = cm.learn_theta(["polar", "exp"], [True, False], 60)
-    one = cm.learn_theta(["exp"], [False], 60)
+    both = curvature.learn_theta(["polar", "exp"], [True, False], 60)
+    one = curvature.learn_theta(["exp"], [False], 60)
     assert both["loss"].shape == (2, 60) and both["loss"][1, -1] < both["loss"][1, 0]
     assert np.allclose(both["loss"][1], one["loss"][0], rtol=1e-12)
 
 
 def test_c11_check_can_fail():
-    assert cm.c11_check([1, 4, 16, 32], [2.0, 0.1, 0.05, 1e-3], True)["passed"]
-    assert not cm.c11_check([1, 4, 16, 32], [2.0, 0.1, 0.05, 0.1], True)["passed"]  # 20x only
-    assert not cm.c11_check([1, 4, 16, 32], [1e-3, 0.1, 0.05, 2.0], True)["passed"]
+    assert experiments.c11_check([1, 4, 16, 32], [2.0, 0.1, 0.05, 1e-3], True)["passed"]
+    assert not experiments.c11_check([1, 4, 16, 32], [2.0, 0.1, 0.05, 0.1], True)["passed"]  # 20x only
+    assert not experiments.c11_check([1, 4, 16, 32], [1e-3, 0.1, 0.05, 2.0], True)["passed"]
 
 
 def test_c11_spearman_at_the_threshold_passes():
     """Seed 1's quick losses: one swapped pair gives Spearman exactly -4/5, which the rule's
     '<= -0.8' admits; scipy's float computation gave -0.7999999999999999 and failed it."""
-    c11 = cm.c11_check([1, 4, 16, 32], [1.42, 2.1, 9.11e-4, 1.11e-4], True)
+    c11 = experiments.c11_check([1, 4, 16, 32], [1.42, 2.1, 9.11e-4, 1.11e-4], True)
     assert c11["spearman"] == -0.8 and c11["passed"]
-    assert not cm.c11_check([1, 4, 16, 32], [1.42, 2.1, 1e-4, 9e-4], True)["passed"]  # -0.6
+    assert not experiments.c11_check([1, 4, 16, 32], [1.42, 2.1, 1e-4, 9e-4], True)["passed"]  # -0.6
 
 
 # ----------------------------------------------------------------------------- optimisers (E1)
@@ -303,45 +301,45 @@ def test_optimizer_step_matches_torch(kind):
         g = torch.randn(2, 5, dtype=torch.float64)
         ref.grad = g[1].clone()
         opt.step()
-        cm.optimizer_step(p, {"w": g}, st, lr, k, sgd, mom, wd)
+        models.optimizer_step(p, {"w": g}, st, lr, k, sgd, mom, wd)
     assert torch.allclose(p["w"][1], ref.detach(), rtol=1e-12, atol=1e-14)
 
 
 def test_best_lr_ignores_other_optimisers_and_f10_configs():
     rows = [{"model": "RNN", "nu0": 0.9, "lr": 1e-3, "schedule": "cosine", "opt": "adam", "final": 1.0},
             {"model": "RNN", "nu0": 0.9, "lr": 1e-2, "schedule": "cosine", "opt": "sgd", "final": 1e-5}]
-    assert cm.best_lr(rows, model="RNN", nu0=0.9)["loss"] == 1.0
-    S = cm.resolve("quick", [0.0], None, 300, 64, None, None, None)
-    specs = {"LRU": cm.ModelSpec("LRU", "diag", 64),
-             "complex diag": cm.ModelSpec("complex diag", "diag", 64, param="default", gamma="none")}
-    cfgs, names = cm.f10_configs(specs, S, 0.99, [0])
+    assert experiments.best_lr(rows, model="RNN", nu0=0.9)["loss"] == 1.0
+    S = experiments.resolve("quick", [0.0], None, 300, 64, None, None, None)
+    specs = {"LRU": models.ModelSpec("LRU", "diag", 64),
+             "complex diag": models.ModelSpec("complex diag", "diag", 64, param="default", gamma="none")}
+    cfgs, names = experiments.f10_configs(specs, S, 0.99, [0])
     assert len(cfgs) == len(set(cfgs)) == 7  # LRU: 0.1 at pi + 2 lrs x 2 small theta0; c-diag: 2
     assert names["LRU", math.pi][0] == "LRU" and names["complex diag", math.pi] == ["complex diag"]
 
 
 # ----------------------------------------------------------------------------- K7, F7, F10
 def test_block_H_matches_autograd_and_monte_carlo():
-    r = ct.block_H_check(seed=1, seqs=4096)
+    r = curvature.block_H_check(seed=1, seqs=4096)
     assert r["autograd rel. err"] < 1e-10 and r["MC rel. err"] < 0.08
-    H = ct.theory_hessian(0.1, seed=0)
+    H = curvature.theory_hessian(0.1, seed=0)
     assert np.allclose(H, H.T, atol=1e-8 * abs(H).max())
 
 
 def test_f7_curvature_limits():
-    c = ct.f7_curvatures(np.array([1 - 1e-4]))
+    c = curvature.f7_curvatures(np.array([1 - 1e-4]))
     assert c["exp"][0, 0] == pytest.approx(0.25, rel=1e-3)  # exp flattens the modulus
     assert c["opt"][0, 1] == pytest.approx(1.0, rel=1e-3)  # opt flattens the phase
     assert c["polar"][0, 1] > 1e6 and c["exp"][0, 1] > 1e6
     for name in ("polar", "exp", "opt"):
-        w = torch.tensor(ct.omega_of(name, 0.9, 0.7), dtype=torch.float64)
-        lam = complex(ct.param_lambda(name, w[0], w[1]))
+        w = torch.tensor(curvature.omega_of(name, 0.9, 0.7), dtype=torch.float64)
+        lam = complex(curvature.param_lambda(name, w[0], w[1]))
         assert lam == pytest.approx(0.9 * np.exp(0.7j), abs=1e-12)
 
 
 # ----------------------------------------------------------------------------- F6, F12 (signal module)
 def test_substitute_inputs_autocorrelation():
-    x = cs.substitute_inputs(16, 2048, 32, torch.Generator().manual_seed(0), dtype=torch.float64)
-    fit = cs.fit_autocorrelation(cs.autocorrelation(x, 400))
+    x = propagation.substitute_inputs(16, 2048, 32, torch.Generator().manual_seed(0), dtype=torch.float64)
+    fit = propagation.fit_autocorrelation(propagation.autocorrelation(x, 400))
     assert fit["a0"] == pytest.approx(0.332, rel=0.03)
     assert fit["a1"] == pytest.approx(0.0431, rel=0.15)
     assert fit["rho"] == pytest.approx(0.997, abs=1e-3)
@@ -350,10 +348,10 @@ def test_substitute_inputs_autocorrelation():
 def test_diag_layer_scan_equals_recurrence():
     gen = torch.Generator().manual_seed(0)
     for kind in ("c-diag", "LRU"):
-        p = cs.init_deep(kind, [3.0, 30.0], 4, 4, gen, layers=1, dtype=torch.float64)
+        p = propagation.init_deep(kind, [3.0, 30.0], 4, 4, gen, layers=1, dtype=torch.float64)
         lay = p["layers"][0]
         u = torch.randn(2, 3, 37, 4, generator=gen, dtype=torch.float64)
-        lam = cs._lambda(kind, lay)[:, None, :]
+        lam = propagation._lambda(kind, lay)[:, None, :]
         Bm = torch.complex(lay["B_re"], lay["B_im"])
         if kind == "LRU":
             Bm = torch.exp(lay["gamma"])[..., None] * Bm
@@ -364,23 +362,23 @@ def test_diag_layer_scan_equals_recurrence():
             h = lam * h + torch.einsum("rij,rnj->rni", Bm, u[:, :, t].to(Bm.dtype))
             ys.append(torch.einsum("roi,rni->rno", C, h).real)
         ref = torch.stack(ys, 2) + lay["D"] * u
-        assert torch.allclose(cs.diag_layer(kind, lay, u), ref, rtol=1e-10, atol=1e-10)
+        assert torch.allclose(propagation.diag_layer(kind, lay, u), ref, rtol=1e-10, atol=1e-10)
 
 
 def test_normalise():
     x = 5 + 3 * torch.randn(3, 4, 6, 8, dtype=torch.float64)
-    y = cs.normalise(x, torch.tensor([0, 1, 2]))
+    y = propagation.normalise(x, torch.tensor([0, 1, 2]))
     assert torch.equal(y[0], x[0])
     assert torch.allclose(y[1].mean(-1), torch.zeros(4, 6, dtype=torch.float64), atol=1e-10)
     assert torch.allclose(y[2].mean((0, 1)), torch.zeros(8, dtype=torch.float64), atol=1e-10)
     with pytest.raises(ValueError):
-        cs.signal_propagation("c-diag", [1.0, 2.0], ["layer", "none"], x[0, :, :, :4].float(), 4, 4, 0)
+        propagation.signal_propagation("c-diag", [1.0, 2.0], ["layer", "none"], x[0, :, :, :4].float(), 4, 4, 0)
 
 
 def test_gru_jacobian_against_autograd():
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(2, 5, 4, generator=gen, dtype=torch.float64)
-    J = cs.gru_jacobian((16,), (0.0, 1.0), x, 5, torch.Generator().manual_seed(1))
+    J = propagation.gru_jacobian((16,), (0.0, 1.0), x, 5, torch.Generator().manual_seed(1))
     assert J["off"][0].max() == 0.0 and J["off"][1].max() > 0
     # the sigma_h = 1 network rebuilt, its Jacobian by autograd
     g = torch.Generator().manual_seed(1)
@@ -408,19 +406,19 @@ def test_gru_jacobian_against_autograd():
 
 def test_gru_theory_and_moments():
     b = torch.tensor([-0.5, 0.0, 2.0, 5.0], dtype=torch.float64)
-    th = cs.gru_theory(b)
+    th = propagation.gru_theory(b)
     lam = torch.sigmoid(b)
-    ref = sum(a * (1 - lam) ** 2 * cm.f_corr(lam, lam, r) for a, r in zip(cs.SUB_RHO0, cs.SUB_RHO))
+    ref = sum(a * (1 - lam) ** 2 * theory.f_corr(lam, lam, r) for a, r in zip(propagation.SUB_RHO0, propagation.SUB_RHO))
     assert torch.allclose(th["var_h"], ref, rtol=1e-12)
     # d_alpha d_beta aux by finite differences
     e = 1e-4
-    fd = (cs.aux(lam + e, lam + e) - cs.aux(lam + e, lam - e) - cs.aux(lam - e, lam + e)
-          + cs.aux(lam - e, lam - e)) / (4 * e * e)
+    fd = (propagation.aux(lam + e, lam + e) - propagation.aux(lam + e, lam - e) - propagation.aux(lam - e, lam + e)
+          + propagation.aux(lam - e, lam - e)) / (4 * e * e)
     assert torch.allclose(th["var_dbh"], fd * (lam * (1 - lam)) ** 2, rtol=1e-3)
     gen = torch.Generator().manual_seed(0)
-    x = cs.substitute_inputs(20, 1200, 32, gen, dtype=torch.float64)
-    m = cs.gru_moments(["constant", "x+h"], x, 30.0, 600, gen, probes=4)
-    t = cs.gru_theory(torch.tensor(m["b"]))
+    x = propagation.substitute_inputs(20, 1200, 32, gen, dtype=torch.float64)
+    m = propagation.gru_moments(["constant", "x+h"], x, 30.0, 600, gen, probes=4)
+    t = propagation.gru_theory(torch.tensor(m["b"]))
     ratio = (m["var_h"][0] / m["w2"]).mean() / t["var_h"].numpy().mean()
     assert 0.8 < ratio < 1.25
     assert np.isnan(m["var_dbh"][1, 4:]).all() and np.isfinite(m["var_dbh"][1, :4]).all()
@@ -428,17 +426,17 @@ def test_gru_theory_and_moments():
 
 def test_signal_claim_checks_can_fail():
     g = {"none": np.array([1.0, 1e4]), "layer": np.array([1.0, 50.0]), "batch": np.array([1.0, 2.0])}
-    assert cs.c7_check(g)["verdict"] == "reproduced"
-    assert cs.c7_check({**g, "layer": np.array([1.0, 500.0])})["verdict"] == "partly"
-    assert not cs.c7_check({**g, "layer": np.array([1.0, 5e3])})["passed"]
+    assert propagation.c7_check(g)["verdict"] == "reproduced"
+    assert propagation.c7_check({**g, "layer": np.array([1.0, 500.0])})["verdict"] == "partly"
+    assert not propagation.c7_check({**g, "layer": np.array([1.0, 5e3])})["passed"]
     taus = [1.0, 10.0, 100.0]
     act = {"c-diag": np.array([[1.0], [10], [1e3]]), "LRU": np.ones((3, 1)), "GRU": np.ones((3, 1))}
-    assert cs.c8_check(act, taus)["passed"]
-    assert not cs.c8_check({**act, "LRU": np.array([[1.0], [1], [20]])}, taus)["passed"]
-    assert not cs.c8_check({**act, "c-diag": np.ones((3, 1))}, taus)["passed"]
-    assert cs.c9_check(np.array([0.9, 1.3]), True)["passed"]
-    assert not cs.c9_check(np.array([0.6]), True)["passed"]
-    assert not cs.c9_check(np.array([1.3]), False)["passed"]
+    assert propagation.c8_check(act, taus)["passed"]
+    assert not propagation.c8_check({**act, "LRU": np.array([[1.0], [1], [20]])}, taus)["passed"]
+    assert not propagation.c8_check({**act, "c-diag": np.ones((3, 1))}, taus)["passed"]
+    assert propagation.c9_check(np.array([0.9, 1.3]), True)["passed"]
+    assert not propagation.c9_check(np.array([0.6]), True)["passed"]
+    assert not propagation.c9_check(np.array([1.3]), False)["passed"]
 
 
 def test_gru_without_recurrent_weights_is_diagonal():
@@ -446,8 +444,8 @@ def test_gru_without_recurrent_weights_is_diagonal():
     every neuron is a scalar recurrence and the off-diagonal dh/dh0 vanish exactly, for every chrono
     range; with recurrent weights they do not."""
     gen = torch.Generator().manual_seed(3)
-    x = cs.substitute_inputs(3, 40, 8, gen, dtype=torch.float64)
-    J = cs.gru_jacobian((1, 16, 256), (0.0, 1.0), x, 40, gen)
+    x = propagation.substitute_inputs(3, 40, 8, gen, dtype=torch.float64)
+    J = propagation.gru_jacobian((1, 16, 256), (0.0, 1.0), x, 40, gen)
     assert np.all(J["off"][J["sigma_h"] == 0] == 0.0)
     assert np.all(J["off"][J["sigma_h"] == 1][:, 1:] > 0)
     assert np.all(J["diag"] > 0)
@@ -457,16 +455,16 @@ def test_c10_check_verdicts():
     f10 = {"LRU": {"1π": 1e-3, "0.01π": 1e-4}, "complex diag": {"1π": 1e-2, "0.01π": 1e-2}}
     by_lr = [{"model": "LRU", "lr": 0.03, "1π": 1e-3, "0.01π": 5e-4},
              {"model": "LRU", "lr": 0.1, "1π": 1.0, "0.01π": 1e-4}]
-    c = cm.c10_check(f10, by_lr, "1π", "0.01π", 3)
+    c = experiments.c10_check(f10, by_lr, "1π", "0.01π", 3)
     assert c["verdict"] == "reproduced" and c["equal rate"] == 0.03 and c["equal-rate ratio, LRU"] == 2
     worse = {**f10, "complex diag": {"1π": 1e-2, "0.01π": 0.3}}
-    c = cm.c10_check(worse, by_lr, "1π", "0.01π", 3)
+    c = experiments.c10_check(worse, by_lr, "1π", "0.01π", 3)
     assert c["passed"] and c["verdict"] == "partly"
-    t = cm.c10_numbers(worse, c, "1π", "0.01π", 3)
+    t = experiments.c10_numbers(worse, c, "1π", "0.01π", 3)
     assert t["c10_cd_worse"] == pytest.approx(30) and t["c10_eq_side"].startswith("below")
-    assert cm.c10_check(f10, by_lr, "1π", "0.01π", 30)["verdict"] == "partly"
+    assert experiments.c10_check(f10, by_lr, "1π", "0.01π", 30)["verdict"] == "partly"
     flat = {**f10, "LRU": {"1π": 1e-3, "0.01π": 1e-3}}
-    assert not cm.c10_check(flat, by_lr, "1π", "0.01π", 3)["passed"]
+    assert not experiments.c10_check(flat, by_lr, "1π", "0.01π", 3)["passed"]
 
 
 def test_f3_grid_notes_and_c1_numbers():
@@ -474,14 +472,14 @@ def test_f3_grid_notes_and_c1_numbers():
           "LRU": {0.36: {"lr": 0.01, "loss": 1e-5}, 0.99: {"lr": 0.032, "loss": 2e-3}}}
     lrs = {"RNN": [3.2e-4, 1e-3], "LRU": [0.01, 0.032]}
     twin = [{"model": "twin", "nu0": 0.99, "lr": 0.1, "opt": "adam", "schedule": "cosine", "final": 1.3}]
-    n = cm.f3_grid_notes(twin, f3, lrs, ["twin"], 0.99)
+    n = experiments.f3_grid_notes(twin, f3, lrs, ["twin"], 0.99)
     assert n["top"] == "3 of the 4" and "bracketed" in n["above"] and n["lru_growth"] == pytest.approx(200)
-    assert cm.f3_grid_notes([], f3, lrs, ["twin"], 0.99)["above"].startswith("No other run")
-    mc = cm.mc_check((0.5,), (0.0,), 4000, 0.10, 0)
-    c = cm.c1_numbers(mc, cm.slope_check((0.0,)), 4000, 0.10)
+    assert experiments.f3_grid_notes([], f3, lrs, ["twin"], 0.99)["above"].startswith("No other run")
+    mc = theory.mc_check((0.5,), (0.0,), 4000, 0.10, 0)
+    c = theory.c1_numbers(mc, theory.slope_check((0.0,)), 4000, 0.10)
     assert c["mc_n"] == 2 and c["mc_nse"] == pytest.approx(0.1 / math.sqrt(2 / 4000))
     assert c["mc_alarm_pct"] < 1e-2 and 0 < c["slope_dev"] < 0.02
-    assert cm.c1_numbers(mc, cm.slope_check((0.0,)), 20_000, 0.03)["mc_alarm_pct"] == pytest.approx(0.54, abs=0.01)
+    assert theory.c1_numbers(mc, theory.slope_check((0.0,)), 20_000, 0.03)["mc_alarm_pct"] == pytest.approx(0.54, abs=0.01)
 
 
 def test_f10_lr_table_and_heads_table_lrs():
@@ -492,27 +490,27 @@ def test_f10_lr_table_and_heads_table_lrs():
                                 ("LRU, small", 3.2e-2, 0.01 * th, 0.5), ("RNN", 1e-3, th, 1.0),
                                 ("RNN", 3.2e-4, th, 2.0))]
     names = {("LRU", th): ["LRU"], ("LRU", 0.01 * th): ["LRU, small"]}
-    t = cm.f10_lr_table(rows, names, 0.99)
+    t = experiments.f10_lr_table(rows, names, 0.99)
     assert t == [{"model": "LRU", "lr": 1e-2, "1π": 3.0},
                  {"model": "LRU", "lr": 3.2e-2, "1π": 2.0, "0.01π": 0.5}]
-    heads, loss, lrs, _, _ = cm.heads_table(rows, [1], 0.99, 64)
+    heads, loss, lrs, _, _ = experiments.heads_table(rows, [1], 0.99, 64)
     assert heads == [1] and loss == [1.0] and lrs == [1e-3]
 
 
 def test_e1_grid_and_brackets():
-    S = cm.resolve("quick", [0.0], None, 300, 64, None, None, None)
-    specs = {"RNN": cm.ModelSpec("RNN", "dense", 64), "LRU": cm.ModelSpec("LRU", "diag", 64)}
-    cfgs = cm.e1_configs(specs, S, 0)
+    S = experiments.resolve("quick", [0.0], None, 300, 64, None, None, None)
+    specs = {"RNN": models.ModelSpec("RNN", "dense", 64), "LRU": models.ModelSpec("LRU", "diag", 64)}
+    cfgs = experiments.e1_configs(specs, S, 0)
     assert {c.momentum for c in cfgs if c.opt == "sgd"} == {0.0, 0.9}
     assert sorted({c.lr for c in cfgs if c.opt == "adamw" and c.spec.name == "LRU"}) == S.lrs["LRU"]
-    b = {r["run"]: r for r in cm.e1_brackets({"a": {1e-3: 1.0, 1e-2: 0.5, 1e-1: math.inf},
+    b = {r["run"]: r for r in experiments.e1_brackets({"a": {1e-3: 1.0, 1e-2: 0.5, 1e-1: math.inf},
                                               "b": {1e-3: 1.0, 1e-2: 0.5}})}
     assert b["a"]["best lr"] == 1e-2 and b["a"]["next lr up"] == "diverged"
     assert b["b"]["next lr up"] == "none (grid top)" and b["b"]["next lr down"] == "worse"
 
 
 def test_f9_ratios_two_sided_and_exact_at_ends():
-    r = {x["rho"]: x for x in cm.f9_ratios([0.0, 0.9, 1.0], 40, 100)}
+    r = {x["rho"]: x for x in experiments.f9_ratios([0.0, 0.9, 1.0], 40, 100)}
     for rho in (0.0, 1.0):
         assert abs(r[rho]["min"] - 1) < 1e-12 and abs(r[rho]["max"] - 1) < 1e-12
     assert r[0.9]["min"] < 0.5 and r[0.9]["max"] > 2  # both directions

@@ -8,18 +8,17 @@ import numpy as np
 import pytest
 import torch
 
-import rnnbook.extrapolation as ex
-import rnnbook.extrapolation_plots as explots
+from rnnbook.extrapolation import experiments, plots, theory, train
 from rnnbook import ParameterError
 
 
 def cfg(k=5, variant="sym_bal", steps=300, seed=1, lam=(1.0, -0.9), w=(0.5, 0.5), d=8):
-    return ex.RunConfig("F1", d, lam, w, k, variant, 1e-2, 1e-2, steps, seed, 30,
-                        ex.checkpoint_steps(steps, "quick"))
+    return train.RunConfig("F1", d, lam, w, k, variant, 1e-2, 1e-2, steps, seed, 30,
+                        experiments.checkpoint_steps(steps, "quick"))
 
 
 def test_closed_form_gradient_matches_autograd():
-    check = ex.gradient_check(seed=3)
+    check = theory.gradient_check(seed=3)
     assert set(check) == {"symmetric", "non-symmetric", "upper-triangle update"}
     assert max(check.values()) <= 1e-12
 
@@ -27,13 +26,13 @@ def test_closed_form_gradient_matches_autograd():
 def test_half_symmetrised_update_is_caught():
     """The spec's trap: (G + G^T) / 2 is not the upper-triangle gradient, and C9 would see it."""
     G = np.random.default_rng(0).normal(size=(1, 3, 3))
-    assert not np.allclose(np.triu(ex.sym_grad(G)), np.triu((G + G.swapaxes(1, 2)) / 2))
-    assert ex.half_update_error(seed=3) > 0.1  # far outside C9's 1e-10
+    assert not np.allclose(np.triu(theory.sym_grad(G)), np.triu((G + G.swapaxes(1, 2)) / 2))
+    assert theory.half_update_error(seed=3) > 0.1  # far outside C9's 1e-10
 
 
 def test_sym_grad_is_the_upper_triangle_update():
     G = np.random.default_rng(0).normal(size=(2, 4, 4))
-    S = ex.sym_grad(G)
+    S = theory.sym_grad(G)
     assert np.allclose(S, S.swapaxes(1, 2))
     assert np.allclose(np.diagonal(S, axis1=1, axis2=2), np.diagonal(G, axis1=1, axis2=2))
     assert np.allclose(S[:, 0, 1], G[:, 0, 1] + G[:, 1, 0])
@@ -41,46 +40,46 @@ def test_sym_grad_is_the_upper_triangle_update():
 
 def test_batched_runs_equal_single_runs():
     configs = [cfg(k=3, seed=1), cfg(k=5, variant="nonsym", seed=2), cfg(k=6, variant="sym_ind")]
-    together = ex.train_students(configs)
+    together = train.train_students(configs)
     for c, r in zip(configs, together):
-        alone = ex.train_students([c])[0]
+        alone = train.train_students([c])[0]
         assert alone["loss"] == pytest.approx(r["loss"], rel=1e-9, abs=1e-15)
         assert np.allclose(alone["A"], r["A"], rtol=1e-9, atol=1e-15)
 
 
 def test_gd_reduces_loss_and_keeps_balance():
-    r = ex.train_students([cfg(steps=2000)])[0]
-    initial = float((ex.teacher_impulse((1.0, -0.9), (0.5, 0.5), 5) ** 2).sum())  # student ~ 0
+    r = train.train_students([cfg(steps=2000)])[0]
+    initial = float((theory.teacher_impulse((1.0, -0.9), (0.5, 0.5), 5) ** 2).sum())  # student ~ 0
     assert r["loss"] < 1e-3 * initial and r["ck_loss"][-1] < r["ck_loss"][0]
     assert r["imbalance_max"] == 0.0
     assert not r["diverged"]
 
 
 def test_too_large_step_is_diverged_not_extrapolation_failure():
-    bad = ex.RunConfig("F1", 8, (1.0, -0.9), (0.5, 0.5), 6, "sym_bal", 0.5, 1.0, 200, 1, 30, (200,))
-    r = ex.train_students([bad])[0]
+    bad = train.RunConfig("F1", 8, (1.0, -0.9), (0.5, 0.5), 6, "sym_bal", 0.5, 1.0, 200, 1, 30, (200,))
+    r = train.train_students([bad])[0]
     assert r["diverged"]
 
 
 def test_prop3_fits_then_departs():
-    res = ex.prop3_check((1.0, -0.9, 0.6), (0.4, 0.3, 0.3), 7)
+    res = experiments.prop3_check((1.0, -0.9, 0.6), (0.4, 0.3, 0.3), 7)
     assert res["passed"]
 
 
 def test_prop3_check_fails_on_a_wrong_construction(monkeypatch):
-    right = ex.prop3_student
+    right = theory.prop3_student
 
     def off_by_one(lam, w, k, alpha):  # solves the Vandermonde system one moment short
         return right(lam, w, k - 1, alpha)
 
-    monkeypatch.setattr(ex, "prop3_student", off_by_one)
-    assert not ex.prop3_check((1.0, -0.9), (0.5, 0.5), 6)["passed"]
+    monkeypatch.setattr(experiments, "prop3_student", off_by_one)
+    assert not experiments.prop3_check((1.0, -0.9), (0.5, 0.5), 6)["passed"]
 
 
 def test_moment_lp_unique_only_above_2_d_hat():
-    lam, w = ex.TEACHERS[2]
-    assert ex.off_support_mass(lam, w, 5) <= 1e-6
-    assert ex.off_support_mass(lam, w, 4) >= 0.1
+    lam, w = experiments.TEACHERS[2]
+    assert theory.off_support_mass(lam, w, 5) <= 1e-6
+    assert theory.off_support_mass(lam, w, 4) >= 0.1
 
 
 def rows_for(eps_below, eps_above, loss=1e-9):
@@ -90,22 +89,22 @@ def rows_for(eps_below, eps_above, loss=1e-9):
 
 
 def test_transition_check_can_fail_and_be_inconclusive():
-    assert ex.transition_check(rows_for(1.0, 1e-3), 2, 1e-6, 0.05)["passed"]
-    assert not ex.transition_check(rows_for(0.01, 1e-3), 2, 1e-6, 0.05)["passed"]  # (a)
-    res = ex.transition_check(rows_for(1.0, 0.5), 2, 1e-6, 0.05)  # (b)
+    assert experiments.transition_check(rows_for(1.0, 1e-3), 2, 1e-6, 0.05)["passed"]
+    assert not experiments.transition_check(rows_for(0.01, 1e-3), 2, 1e-6, 0.05)["passed"]  # (a)
+    res = experiments.transition_check(rows_for(1.0, 0.5), 2, 1e-6, 0.05)  # (b)
     assert not res["passed"] and res["verdict"] == "not reproduced"
-    res = ex.transition_check(rows_for(1.0, 1e-3, loss=1e-3), 2, 1e-6, 0.05)  # nothing converged
+    res = experiments.transition_check(rows_for(1.0, 1e-3, loss=1e-3), 2, 1e-6, 0.05)  # nothing converged
     assert not res["passed"] and res["verdict"] == "inconclusive"
     rows = rows_for(0.01, 1e-3)[:2] + rows_for(1.0, 1e-3, loss=1e-3)[2:]  # (a) fails, (c) too
-    assert ex.transition_check(rows, 2, 1e-6, 0.05)["verdict"] == "not reproduced"  # spec: FAIL
+    assert experiments.transition_check(rows, 2, 1e-6, 0.05)["verdict"] == "not reproduced"  # spec: FAIL
 
 
 def test_k1_does_not_count_for_a_and_d_hat_1_is_not_testable():
     rows = [{"k": 1, "eps": 1e-3, "loss": 1e-9, "diverged": False}]  # would fail (a) if judged
     rows += [{"k": k, "eps": e, "loss": 1e-9, "diverged": False} for k, e in ((2, 1.0), (5, 1e-3))]
-    res = ex.transition_check(rows, 2, 1e-6, 0.05)
+    res = experiments.transition_check(rows, 2, 1e-6, 0.05)
     assert res["judged_below"] == [2] and res["passed"]
-    one = ex.transition_check([r for r in rows if r["k"] != 2], 1, 1e-6, 0.05)
+    one = experiments.transition_check([r for r in rows if r["k"] != 2], 1, 1e-6, 0.05)
     assert not one["a_testable"] and one["judged_below"] == [] and one["verdict"] == "reproduced"
 
 
@@ -119,7 +118,7 @@ def test_transition_claim_needs_a_testable_d_hat():
              "diverged": False} for k, e in ((1, 1.0), (2, 0.08), (3, 1e-3), (4, 1e-3))]
     S = resolve(d_hat=[1])
     run = FakeRun()
-    ex.transition_claim(run, rows, S, "C1", "F1", "statement", "§5.1")
+    experiments.transition_claim(run, rows, S, "C1", "F1", "statement", "§5.1")
     assert run.recorded["verdict"] == "inconclusive" and not run.recorded["passed"]
     assert "not testable" in run.recorded["value"]["d_hat=1, d=20"]["(a)"]
 
@@ -129,12 +128,12 @@ def test_tables_fit_the_page():
     profiles: k runs down the rows, not across."""
     for profile in ("quick", "full"):
         s = resolve(profile=profile)
-        text = repr(ex.settings_table(s, profile))
+        text = repr(experiments.settings_table(s, profile))
         assert max(map(len, text.splitlines())) <= 110
     rows = [{"k": k, "eps": 1.0 if k < 8 else 1e-3, "loss": 1e-9, "diverged": False}
             for k in range(1, 12) for _ in range(5)]
-    checks = {(4, d): ex.transition_check(rows, 4, 1e-8, 0.01) for d in (20, 50, 100)}
-    text = repr(ex.transition_table(checks))
+    checks = {(4, d): experiments.transition_check(rows, 4, 1e-8, 0.01) for d in (20, 50, 100)}
+    text = repr(experiments.transition_table(checks))
     assert max(map(len, text.splitlines())) <= 110
     assert "verdict" in text.splitlines()[0]
 
@@ -142,8 +141,8 @@ def test_tables_fit_the_page():
 def test_spearman_link_fails_when_eps_rises():
     good = {"ck_loss": np.array([1e-4, 1e-6, 1e-8]), "ck_eps": np.array([1e-1, 1e-2, 1e-3])}
     bad = {"ck_loss": np.array([1e-4, 1e-6, 1e-8]), "ck_eps": np.array([1e-3, 1e-2, 1e-1])}
-    assert ex.spearman_link([good])["meets_rule"]
-    assert not ex.spearman_link([good, bad, bad])["meets_rule"]
+    assert experiments.spearman_link([good])["meets_rule"]
+    assert not experiments.spearman_link([good, bad, bad])["meets_rule"]
 
 
 def test_diagonal_gradient_matches_autograd():
@@ -151,7 +150,7 @@ def test_diagonal_gradient_matches_autograd():
     R, d, K = 3, 4, 5
     h_hat, mask = rng.normal(size=(R, K)), np.ones((R, K), dtype=bool)
     lam, b = rng.normal(size=(2, R, d)) * 0.5 + 1j * rng.normal(size=(2, R, d)) * 0.5
-    _, g_lam, g_b = ex.diagonal_loss_and_grads(lam, b, None, h_hat, mask)
+    _, g_lam, g_b = theory.diagonal_loss_and_grads(lam, b, None, h_hat, mask)
     parts = [torch.tensor(x, requires_grad=True) for x in (lam.real, lam.imag, b.real, b.imag)]
     z = torch.complex(parts[0], parts[1])
     h = ((parts[2] ** 2 + parts[3] ** 2)[..., None] * z[..., None] ** torch.arange(K)).real.sum(1)
@@ -165,7 +164,7 @@ def resolve(**kw):
     base = dict(profile="quick", d=None, d_hat=None, k_values=None, teacher_eigs=None,
                 teacher_weights=None, init_scale=1e-2, lr=1e-2, steps=None, n_seeds=None,
                 horizon_q=None, gru_hidden=None, gru_steps=None)
-    return ex.resolve(**{**base, **kw})
+    return experiments.resolve(**{**base, **kw})
 
 
 @pytest.mark.parametrize(("kw", "name"), [
@@ -189,6 +188,6 @@ def test_resolve_derives_teacher_and_k_from_d_hat():
 
 def test_plot_prop3_short_student_horizon():
     # a student horizon q = 20 shorter than the plot's 21 taps (rerun with -p horizon_q 20)
-    lam, w = ex.TEACHERS[2]
-    fig = explots.plot_prop3(lam, w, 6, np.zeros(20))
+    lam, w = experiments.TEACHERS[2]
+    fig = plots.plot_prop3(lam, w, 6, np.zeros(20))
     assert len(fig.axes[0].lines[0].get_xdata()) == 20

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from rnnbook.extrapolation import teacher_impulse
+from rnnbook.extrapolation.theory import teacher_impulse
 from rnnbook.gru import (GRUParams, gru_forward, init_params, reference_rel_mse,
                          train_gru_students)
 

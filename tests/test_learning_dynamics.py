@@ -1,4 +1,4 @@
-"""Unit tests of rnnbook.learning_dynamics(_nets): closed forms against simulation, and that every
+"""Unit tests of rnnbook.learning_dynamics (theory, experiments, networks): closed forms against simulation, and that every
 claim check can fail on synthetic bad input."""
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import pytest
 import torch
 
 import rnnbook
-import rnnbook.learning_dynamics as ld
-import rnnbook.learning_dynamics_nets as nets
+from rnnbook.learning_dynamics import experiments, networks, theory
 
 
 # ----------------------------------------------------------------------------- closed forms
@@ -19,9 +18,9 @@ def test_mode_grads_match_autograd_real():
     R, T = 5, 4
     a, b, c = (rng.uniform(-1, 1, R) for _ in range(3))
     s = rng.uniform(0, 1, (R, T))
-    E, ga, gb, gc = ld.mode_grads(a, b, c, s, ld.powers(T))
+    E, ga, gb, gc = theory.mode_grads(a, b, c, s, theory.powers(T))
     t = [torch.tensor(x, requires_grad=True) for x in (a, b, c)]
-    k = torch.tensor(ld.powers(T))
+    k = torch.tensor(theory.powers(T))
     Et = 0.5 * ((torch.tensor(s) - (t[0] * t[2])[:, None] * t[1][:, None] ** k) ** 2).sum(1)
     auto = torch.autograd.grad(Et.sum(), t)
     np.testing.assert_allclose(E, Et.detach().numpy(), rtol=1e-12)
@@ -36,9 +35,9 @@ def test_mode_grads_wirtinger():
     a, b, c = (rng.normal(size=R) + 1j * rng.normal(size=R) for _ in range(3))
     b *= 0.5
     s = rng.normal(size=(R, T)) + 1j * rng.normal(size=(R, T))
-    _, ga, gb, gc = ld.mode_grads(a, b, c, s, ld.powers(T))
+    _, ga, gb, gc = theory.mode_grads(a, b, c, s, theory.powers(T))
     t = [torch.tensor(x, requires_grad=True) for x in (a, b, c)]
-    k = torch.tensor(ld.powers(T))
+    k = torch.tensor(theory.powers(T))
     e = torch.tensor(s) - (t[0] * t[2])[:, None] * t[1][:, None] ** k
     (0.5 * (e.abs() ** 2).sum()).backward()
     for g, x in zip((ga, gb, gc), t):
@@ -46,30 +45,30 @@ def test_mode_grads_wirtinger():
 
 
 def test_k1_network_step_is_euler_step():
-    out = nets.k1_check(T=3, N=3, seed=2)
+    out = networks.k1_check(T=3, N=3, seed=2)
     assert out["rel diff"] <= 1e-12 and out["off-diagonal"] <= 1e-12
 
 
 def test_k2_logistic():
-    assert ld.k2_ivp_check() <= 1e-8
-    f1 = ld.f1_runs(4, 0.1, 1e-3, 2000)
-    assert ld.f1_check(f1)["K2 max |u_gd - u_theory| / max u"] <= 2e-3
+    assert experiments.k2_ivp_check() <= 1e-8
+    f1 = experiments.f1_runs(4, 0.1, 1e-3, 2000)
+    assert experiments.f1_check(f1)["K2 max |u_gd - u_theory| / max u"] <= 2e-3
 
 
 def test_k4_taylor_matches_gd():
-    s = ld.task("inv_exp", 5, 1.1, 0.5)
-    gd = ld.mode_gd(np.array([1.1 ** 0.5]), np.array([0.1]), np.array([1.1 ** 0.5]), s[None],
-                    ld.powers(5), lr=1e-3, steps=3000, freeze="u", every=1)
-    tay = ld.taylor_b(s, 1.1, 0.1, 1e-3, 3000)
+    s = theory.task("inv_exp", 5, 1.1, 0.5)
+    gd = theory.mode_gd(np.array([1.1 ** 0.5]), np.array([0.1]), np.array([1.1 ** 0.5]), s[None],
+                    theory.powers(5), lr=1e-3, steps=3000, freeze="u", every=1)
+    tay = theory.taylor_b(s, 1.1, 0.1, 1e-3, 3000)
     assert np.max(np.abs(gd["b"][:, 0] - tay)) <= 2e-2
 
 
 @pytest.mark.parametrize("fam", ["constant", "inv_exp", "exp"])
 def test_k5_zero_loss(fam):
     for lam in (0.6, 1.3):
-        b, u = ld.zero_loss_solution(fam, 5, 0.8, lam)
-        s = ld.task(fam, 5, 0.8, lam)
-        assert ld.energy(np.array([1.0]), np.array([b]), np.array([u]), s[None], ld.powers(5))[0] <= 1e-20
+        b, u = theory.zero_loss_solution(fam, 5, 0.8, lam)
+        s = theory.task(fam, 5, 0.8, lam)
+        assert theory.energy(np.array([1.0]), np.array([b]), np.array([u]), s[None], theory.powers(5))[0] <= 1e-20
 
 
 def test_k5_t_output_case():
@@ -78,39 +77,39 @@ def test_k5_t_output_case():
     pairs = [(t, i) for t in range(1, T + 1) for i in range(1, t + 1)]
     k = np.array([t - i for t, i in pairs])
     s = delta * lam ** k
-    assert ld.energy(np.array([1.0]), np.array([lam]), np.array([delta]), s[None], k)[0] <= 1e-20
+    assert theory.energy(np.array([1.0]), np.array([lam]), np.array([delta]), s[None], k)[0] <= 1e-20
 
 
 def test_k6_k7_symbolic():
-    assert all(ld.symbolic_checks().values())
+    assert all(theory.symbolic_checks().values())
 
 
 def test_k7_dirac_profile_matches_direct_minimisation():
     T, beta, b = 5, 1.3, 0.7
-    s = ld.task("dirac", T, beta=beta, kappa=1 / beta)
-    E, u = ld.profile_energy(np.array([b])[:, None], s[None])
-    Ed, ud = ld.dirac_profile(beta, b, T)
+    s = theory.task("dirac", T, beta=beta, kappa=1 / beta)
+    E, u = theory.profile_energy(np.array([b])[:, None], s[None])
+    Ed, ud = theory.dirac_profile(beta, b, T)
     assert abs(2 * E[0] - Ed) <= 1e-12 and abs(u[0] - ud) <= 1e-12
 
 
 def test_onsets():
-    assert abs(ld.onset(3) - 1 / math.sqrt(2)) <= 5e-3
-    assert ld.b_star(ld.onset(3) + 1e-3, 3) <= 0.1
-    assert abs(ld.onset(6) - 1.088) <= 5e-3 and ld.b_star(ld.onset(6) + 1e-3, 6) >= 0.5
+    assert abs(theory.onset(3) - 1 / math.sqrt(2)) <= 5e-3
+    assert theory.b_star(theory.onset(3) + 1e-3, 3) <= 0.1
+    assert abs(theory.onset(6) - 1.088) <= 5e-3 and theory.b_star(theory.onset(6) + 1e-3, 6) >= 0.5
 
 
 def test_k8_complex_gd():
-    f9 = ld.f9_runs(5, 0.1, 0.01, 20000, every=1000)
-    assert ld.f9_check(f9)["passed"]
+    f9 = experiments.f9_runs(5, 0.1, 0.01, 20000, every=1000)
+    assert experiments.f9_check(f9)["passed"]
 
 
 def test_pad_masks_short_tasks():
-    s, k, mask = ld.pad([np.ones(3), np.ones(5)])
+    s, k, mask = theory.pad([np.ones(3), np.ones(5)])
     assert s.shape == (2, 5) and mask[0].sum() == 3 and list(k) == [4, 3, 2, 1, 0]
 
 
 def test_whitening_is_exact():
-    X = nets.whitened_inputs(40, 3, 4, np.random.default_rng(0)).reshape(40, 12)
+    X = networks.whitened_inputs(40, 3, 4, np.random.default_rng(0)).reshape(40, 12)
     np.testing.assert_allclose(X.T @ X, np.eye(12), atol=1e-12)
 
 
@@ -125,52 +124,52 @@ def _fake_f1(late_hit, early_hit, n=200):
 
 
 def test_c1_check_can_fail():
-    good = ld.f1_check(_fake_f1(50, 100))
+    good = experiments.f1_check(_fake_f1(50, 100))
     assert good["ac joint"]["ratio"] == pytest.approx(2.0, rel=0.05)
-    bad = ld.f1_check(_fake_f1(100, 50))
+    bad = experiments.f1_check(_fake_f1(100, 50))
     assert bad["ac joint"]["ratio"] < 1 and bad["b joint"]["ratio"] < 1
 
 
 def test_c2_check_fails_on_exponential_random_tasks():
-    good = ld.c2_check(5, 0, n_random=3, steps=200)
+    good = experiments.c2_check(5, 0, n_random=3, steps=200)
     assert good["passed"]
-    bad = ld.c2_check(5, 0, n_random=3, steps=200, tasks=ld.task("exp", 5, 1.0, np.array([0.8, 1.1, 1.2])))
+    bad = experiments.c2_check(5, 0, n_random=3, steps=200, tasks=theory.task("exp", 5, 1.0, np.array([0.8, 1.1, 1.2])))
     assert not bad["passed"]
 
 
 def test_c3_check_fails():
-    f2 = ld.f2_runs([4], 4, 0.1, 0.01, 3000)
+    f2 = experiments.f2_runs([4], 4, 0.1, 0.01, 3000)
     f2["b"] = f2["b_theory"].copy()
     f2["u"] = f2["u_theory"].copy()
-    assert ld.f2_check(f2, 1e-3)["passed"]
+    assert experiments.f2_check(f2, 1e-3)["passed"]
     f2["b"] = f2["b_theory"] + 0.01
-    assert not ld.f2_check(f2, 1e-3)["passed"]
+    assert not experiments.f2_check(f2, 1e-3)["passed"]
     f2["b"] = np.where(f2["early"], 0.9, f2["b_theory"])
-    assert not ld.f2_check(f2, 1e-3)["passed"]
+    assert not experiments.f2_check(f2, 1e-3)["passed"]
 
 
 def _fake_f2(lams=(0.6, 1.2), T=5):
     rows = [(j, x) for j in (1, 2) for x in lams]  # families inv_exp, exp
-    fams = list(ld.F2_GRIDS)
-    b, u = (np.array(v) for v in zip(*(ld.zero_loss_solution(fams[j], T, 1.0, x) for j, x in rows)))
+    fams = list(experiments.F2_GRIDS)
+    b, u = (np.array(v) for v in zip(*(theory.zero_loss_solution(fams[j], T, 1.0, x) for j, x in rows)))
     return {"T": np.full(len(rows), T), "family": np.array([j for j, _ in rows]),
             "x": np.array([x for _, x in rows]), "b": b, "u": u}
 
 
 def test_c4_check_fails():
-    good = ld.c4_check(_fake_f2())
+    good = experiments.c4_check(_fake_f2())
     assert good["passed"] and good["exp min (K5)"] == pytest.approx(abs(1.2 ** -3 - 1))
-    assert not ld.c4_check(_fake_f2(lams=(0.6, 1.001)))["passed"]  # exp nearly extrapolates
+    assert not experiments.c4_check(_fake_f2(lams=(0.6, 1.001)))["passed"]  # exp nearly extrapolates
     off = _fake_f2()
     off["b"][0] += 1e-4  # inv_exp not at its solution
-    assert not ld.c4_check(off)["passed"]
+    assert not experiments.c4_check(off)["passed"]
     off["b"][0] = np.nan
-    assert not ld.c4_check(off)["passed"]
+    assert not experiments.c4_check(off)["passed"]
 
 
 def _fake_f3(b, u):
-    Ts, kap, n = [3], np.array(ld.F3_KAPPAS), 5
-    x = np.stack([np.linspace(lo, hi, n) for _, lo, hi in ld.F3_GRIDS.values()])
+    Ts, kap, n = [3], np.array(experiments.F3_KAPPAS), 5
+    x = np.stack([np.linspace(lo, hi, n) for _, lo, hi in experiments.F3_GRIDS.values()])
     x[0, 1] = 1.0  # delta = kappa on the grid
     shape = (1, 3, len(kap), n)
     return {"T": np.array(Ts), "kappa": kap, "x": x, "b": np.broadcast_to(b, shape).copy(),
@@ -178,12 +177,12 @@ def _fake_f3(b, u):
 
 
 def test_c6_check_fails_without_switch():
-    assert not ld.f3_check(_fake_f3(0.5, 1.0))["passed"]
+    assert not experiments.f3_check(_fake_f3(0.5, 1.0))["passed"]
     f3 = _fake_f3(0.0, 0.0)
     f3["u"][:] = f3["kappa"][None, None, :, None]
     f3["b"][..., -1] = 1.0
     f3["b"][0, 0, :, 1] = 1.0
-    assert ld.f3_check(f3)["passed"]
+    assert experiments.f3_check(f3)["passed"]
 
 
 def test_c10_check_follows_T():
@@ -191,26 +190,26 @@ def test_c10_check_follows_T():
     fine = np.geomspace(0.1, 5, 50)
     jump = np.where(fine > 1, 1.0, 0.0)
     ok = {"ratio": r, "T": np.array([8]), "fine": fine, "b_star": jump[None],
-          "b": np.where(r > 1, 1.0, ld.feedforward_b(r, 8))[None]}
-    assert ld.f10_check(ok)["passed"] and ld.f10_check(ok)["verdict"] == "reproduced"
-    smooth = dict(ok, T=np.array([4]), b=np.where(r > 1, 1.0, ld.feedforward_b(r, 4))[None],
+          "b": np.where(r > 1, 1.0, theory.feedforward_b(r, 8))[None]}
+    assert experiments.f10_check(ok)["passed"] and experiments.f10_check(ok)["verdict"] == "reproduced"
+    smooth = dict(ok, T=np.array([4]), b=np.where(r > 1, 1.0, theory.feedforward_b(r, 4))[None],
                   b_star=np.linspace(0, 1.5, 50)[None])  # no threshold: the spec's FAIL rule
-    assert not ld.f10_check(smooth)["passed"] and ld.f10_check(smooth)["verdict"] == "not reproduced"
-    big_ff = ld.f10_check(dict(ok, b=np.full((1, 12), 0.5)))
+    assert not experiments.f10_check(smooth)["passed"] and experiments.f10_check(smooth)["verdict"] == "not reproduced"
+    big_ff = experiments.f10_check(dict(ok, b=np.full((1, 12), 0.5)))
     assert big_ff["passed"] and big_ff["verdict"] == "partly"
-    assert not ld.f10_check(dict(ok, b=np.where(r > 1, 0.1, 0.0)[None]))["passed"]
+    assert not experiments.f10_check(dict(ok, b=np.where(r > 1, 0.1, 0.0)[None]))["passed"]
 
 
 def test_feedforward_branch_matches_global_minimiser():
     r = np.array([0.1, 0.2])
     for T in (4, 6, 10):
-        b = ld.multi_output_minimiser(T, r, n_b=30001)
-        np.testing.assert_allclose(b, ld.feedforward_b(r, T), rtol=0.08)
+        b = theory.multi_output_minimiser(T, r, n_b=30001)
+        np.testing.assert_allclose(b, theory.feedforward_b(r, T), rtol=0.08)
 
 
 def test_c11_check_fails():
-    f9 = ld.f9_runs(5, 0.1, 0.01, 200, every=100)
-    assert not ld.f9_check(f9)["passed"]
+    f9 = experiments.f9_runs(5, 0.1, 0.01, 200, every=100)
+    assert not experiments.f9_check(f9)["passed"]
 
 
 def test_c7_check_fails_when_kernel_moves_less_with_T():
@@ -218,9 +217,9 @@ def test_c7_check_fails_when_kernel_moves_less_with_T():
     D = np.zeros((3, 2, 4, 1))
     D[:, :, :, 0] = np.array([0.1, 0.5, 0.9])[:, None, None] * (1 - sig)[None, None, :]
     ok = {"T": np.array(Ts), "sigma": sig, "D": D, "loss_ratio": np.zeros_like(D)}
-    assert nets.ntk_check(ok)["passed"]
+    assert networks.ntk_check(ok)["passed"]
     bad = dict(ok, D=D[::-1].copy())
-    assert not nets.ntk_check(bad)["passed"]
+    assert not networks.ntk_check(bad)["passed"]
 
 
 def _fake_sens(sv_h, sv_yx, mse, T=3):
@@ -234,14 +233,14 @@ def test_c8_check_fails():
     Tt = np.arange(1, 3 * T + 1)
     mean = (Tt / T - 1) ** 2 + 1e-25  # a converged mean network
     good = _fake_sens([[1.0] * 4, [1.0] * 4], [[1.0] * 4, [1 / T] * 4], [1e-5 * np.ones(len(Tt)), mean])
-    assert nets.sensory_check(good)["passed"]
+    assert networks.sensory_check(good)["passed"]
     bad = _fake_sens([[1.0] * 4, [1.0] * 4], [[1.0] * 4, [1.0] * 4], [1e-5 * np.ones(len(Tt)), mean])
-    assert not nets.sensory_check(bad)["passed"]
+    assert not networks.sensory_check(bad)["passed"]
     bad = _fake_sens([[1.0] * 4, [1.0] * 4], [[1.0] * 4, [1 / T] * 4], [1e-2 * np.ones(len(Tt)), mean])
-    assert not nets.sensory_check(bad)["passed"]
+    assert not networks.sensory_check(bad)["passed"]
     small = _fake_sens([[1.0] * 4, [1.0] * 4], [[1.0] * 4, [1 / T] * 4],
                        [1e-5 * np.ones(len(Tt)), 1e-26 + 1e-4 * (Tt - T) ** 2])  # 1e22x, but tiny
-    assert not nets.sensory_check(small)["passed"]
+    assert not networks.sensory_check(small)["passed"]
 
 
 def test_c9_check_fails_when_early_is_stable():
@@ -251,27 +250,27 @@ def test_c9_check_fails_when_early_is_stable():
                 "grad_h": np.array([[g_late, h_early]] * 30), "lr": np.array([1.0, 1.0]),
                 "sv_h": np.array([[[1.0, 1.0, 1.0, 1.0], sv_early]])}
     lam = np.array([1.0, 3.0])
-    good = nets.stability_check(fake(0.3, [2.0, 1.0, 0.5, 0.2]), lam=lam)
+    good = networks.stability_check(fake(0.3, [2.0, 1.0, 0.5, 0.2]), lam=lam)
     assert good["passed"] and good["verdict"] == "reproduced"
     assert good["early"]["grad_h (reported)"] == 0.3  # the spec's measure, beside ours
-    assert nets.stability_check(fake(0.3, [1.1, 1.0, 1.0, 1.0]), lam=lam)["verdict"] == "partly"
-    by_h = nets.stability_check(fake(0.3, [2.0, 1.0, 0.5, 0.2], h_ratio=4.5), lam=lam)
+    assert networks.stability_check(fake(0.3, [1.1, 1.0, 1.0, 1.0]), lam=lam)["verdict"] == "partly"
+    by_h = networks.stability_check(fake(0.3, [2.0, 1.0, 0.5, 0.2], h_ratio=4.5), lam=lam)
     assert by_h["passed"] and by_h["verdict"] == "partly"  # < 10x on the spec's measure
     assert by_h["grad_h early/late"] == pytest.approx(4.5)
-    assert not nets.stability_check(fake(1e-5, [1.0, 1.0, 1.0, 1.0]), lam=lam)["passed"]
-    late_unstable = nets.stability_check(fake(0.3, [2.0, 1.0, 0.5, 0.2], g_late=0.1), lam=lam)
+    assert not networks.stability_check(fake(1e-5, [1.0, 1.0, 1.0, 1.0]), lam=lam)["passed"]
+    late_unstable = networks.stability_check(fake(0.3, [2.0, 1.0, 0.5, 0.2], g_late=0.1), lam=lam)
     assert not late_unstable["passed"] and late_unstable["verdict"] == "inconclusive"
 
 
 def test_sharpness_of_a_quadratic_fit():
     """At a converged late-importance fit, the sharpness is below 2/lr and matches a dense Hessian."""
-    s = nets.train_sensory(["late"], 3, [0], lr=1.0, steps=3000)
-    lam = nets.sharpness(s)
+    s = networks.train_sensory(["late"], 3, [0], lr=1.0, steps=3000)
+    lam = networks.sharpness(s)
     W = [torch.tensor(s[k][0], requires_grad=True) for k in ("Wx", "Wh", "Wy")]
     X, Y = torch.tensor(s["X"][0]), torch.tensor(s["Y"][0])
 
     def loss(*w):
-        return 0.5 * ((nets.forward(*(x[None] for x in w), X)[0] - Y) ** 2).sum() / X.shape[0]
+        return 0.5 * ((networks.forward(*(x[None] for x in w), X)[0] - Y) ** 2).sum() / X.shape[0]
     flat = torch.cat([w.reshape(-1) for w in W])
     shapes = [w.shape for w in W]
 
@@ -295,50 +294,50 @@ def test_ntk_closed_form_equals_autodiff():
     W = [0.5 * rng.standard_normal(s) for s in ((C, N_h, N), (C, N_h, N_h), (C, N, N_h))]
 
     def f(wx, wh, wy, x):
-        return nets.forward(wx[None], wh[None], wy[None], x[None])[0].reshape(-1)
+        return networks.forward(wx[None], wh[None], wy[None], x[None])[0].reshape(-1)
     Wt, Xt = [torch.from_numpy(w) for w in W], torch.from_numpy(X)
     J = vmap(jacfwd(f, argnums=(0, 1, 2)))(*Wt, Xt)
     J = torch.cat([j.reshape(j.shape[0], j.shape[1], -1) for j in J], -1)
     K_auto = (J @ J.transpose(1, 2)).numpy()
-    np.testing.assert_allclose(nets.ntk(*W, X), K_auto, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(nets.ntk(*Wt, Xt).numpy(), K_auto, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(networks.ntk(*W, X), K_auto, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(networks.ntk(*Wt, Xt).numpy(), K_auto, rtol=1e-12, atol=1e-12)
 
 
 def test_ntk_sweep_torch_path_and_panels():
     """The torch path (the full profile's GPU path, here on the CPU) gives the numpy numbers, and the
     A5 / A7 variants have their shapes."""
-    a = nets.ntk_sweep([2], [0.1, 0.5], [0], t_total=4.0)
-    b = nets.ntk_sweep([2], [0.1, 0.5], [0], t_total=4.0, device="cpu")
+    a = networks.ntk_sweep([2], [0.1, 0.5], [0], t_total=4.0)
+    b = networks.ntk_sweep([2], [0.1, 0.5], [0], t_total=4.0, device="cpu")
     np.testing.assert_allclose(a["D"], b["D"], rtol=1e-9, atol=1e-12)
-    wide = nets.ntk_sweep([1], [0.1], [0], N_h=8, inits=("unaligned",), t_total=4.0)
+    wide = networks.ntk_sweep([1], [0.1], [0], N_h=8, inits=("unaligned",), t_total=4.0)
     assert wide["D"].shape == (1, 1, 1, 1) and wide["N_h"] == 8
-    sep = nets.ntk_sweep([2], [0.1, 0.5], [0], inits=("aligned",), sigma_b=[0.05, 0.5], t_total=4.0)
+    sep = networks.ntk_sweep([2], [0.1, 0.5], [0], inits=("aligned",), sigma_b=[0.05, 0.5], t_total=4.0)
     assert sep["D"].shape == (1, 1, 2, 2, 1)
 
 
 def test_ntk_by_T_resumes_from_the_cache(tmp_path):
     from rnnbook.cache import Cache
     c = Cache(tmp_path)
-    full = nets.ntk_by_T(c, "F6", [1, 2], [0.1], [0], t_total=4.0)
+    full = networks.ntk_by_T(c, "F6", [1, 2], [0.1], [0], t_total=4.0)
     assert c.misses == 2
-    again = nets.ntk_by_T(Cache(tmp_path), "F6", [1, 2], [0.1], [0], t_total=4.0)
+    again = networks.ntk_by_T(Cache(tmp_path), "F6", [1, 2], [0.1], [0], t_total=4.0)
     np.testing.assert_array_equal(full["D"], again["D"])
-    one = nets.ntk_sweep([2], [0.1], [0], t_total=4.0)
+    one = networks.ntk_sweep([2], [0.1], [0], t_total=4.0)
     np.testing.assert_allclose(full["D"][1:], one["D"], rtol=1e-12)
 
 
 def test_capped_gd_reaches_the_same_fixed_point():
-    s = ld.task("inv_exp", 5, 1.0, np.array([0.6, 1.2]))
+    s = theory.task("inv_exp", 5, 1.0, np.array([0.6, 1.2]))
     x0 = np.full(2, 0.1)
-    plain = ld.mode_gd(x0, x0, x0, s, ld.powers(5), lr=0.01, steps=20000)
-    capped = ld.mode_gd(x0, x0, x0, s, ld.powers(5), lr=0.01, steps=40000, cap=0.5)
+    plain = theory.mode_gd(x0, x0, x0, s, theory.powers(5), lr=0.01, steps=20000)
+    capped = theory.mode_gd(x0, x0, x0, s, theory.powers(5), lr=0.01, steps=40000, cap=0.5)
     np.testing.assert_allclose(capped["b"], plain["b"], atol=1e-8)
     np.testing.assert_allclose(capped["b"], [0.6, 1.2], atol=1e-8)
 
 
 def test_stable_lr_rule():
-    assert ld.stable_lr(0.01, 5, 1.05, 1.0) == 0.01  # nothing changes at T = 5
-    assert ld.stable_lr(0.01, 10, 1.05, 1.0) < 0.002
+    assert theory.stable_lr(0.01, 5, 1.05, 1.0) == 0.01  # nothing changes at T = 5
+    assert theory.stable_lr(0.01, 10, 1.05, 1.0) < 0.002
 
 
 def test_sensory_check_reads_the_driven_singular_values():
@@ -347,7 +346,7 @@ def test_sensory_check_reads_the_driven_singular_values():
     Tt = np.arange(1, 3 * T + 1)
     sens = _fake_sens([[1.0] * 4 + [0.1] * 4, [1.0] * 4 + [0.1] * 4], [[1.0] * 4, [1 / T] * 4],
                       [1e-5 * np.ones(len(Tt)), (Tt / T - 1) ** 2])
-    assert nets.sensory_check(sens)["passed"]
+    assert networks.sensory_check(sens)["passed"]
 
 
 # ----------------------------------------------------------------------------- parameters
@@ -358,4 +357,4 @@ def test_resolve_refuses(name, value):
     kw = {"profile": "quick", "T": 6, "init_scale": 0.1, "lr": 0.01, "steps": 100, "b0": 0.8}
     kw[name] = value
     with pytest.raises(rnnbook.ParameterError, match=repr(name)):
-        ld.resolve(**kw)
+        experiments.resolve(**kw)

@@ -4,6 +4,7 @@ everything they write goes to pytest's ``tmp_path``.
 """
 from __future__ import annotations
 
+import ast
 import base64
 import dataclasses
 import hashlib
@@ -857,29 +858,90 @@ def test_code_version():
     assert paths.LIB_DIR == Path(rnnbook.__file__).resolve().parent
 
 
+def _rel(files) -> set[str]:
+    return {p.relative_to(paths.LIB_DIR).as_posix() for p in files}
+
+
 def test_chapter_code_version_leaves_out_the_other_chapters():
-    names = {c: {p.name for p in paths.version_files(c)} for c in paths.chapters()}
-    everything = {p.name for p in paths.version_files()}
-    for c, files in names.items():
-        assert {"cache.py", "params.py", "data.py"} <= files < everything
-        assert any(f.startswith(c) for f in files)
-        assert not any(f.startswith(o) for o in paths.chapters() if o != c for f in files)
-    assert "stable_models_train.py" in names["stable_models"]
-    assert len({paths.code_version(c) for c in paths.chapters()}) == len(names)
+    files = {c: _rel(paths.version_files(c)) for c in paths.chapters()}
+    everything = _rel(paths.version_files())
+    for c, own in files.items():
+        assert {"cache.py", "params.py", "data.py", "gru.py"} <= own < everything
+        assert f"{c}/__init__.py" in own and f"{c}/plots.py" in own
+        assert not any(f.startswith(f"{o}/") for o in paths.chapters() if o != c for f in own)
+    assert "stable_models/train.py" in files["stable_models"]
+    assert len({paths.code_version(c) for c in paths.chapters()}) == len(files)
+
+
+def test_chapters_have_packages():
+    """One package per chapter, ``lib/rnnbook/<chapter>/``, and no chapter module at the top level."""
+    for c in paths.chapters():
+        assert (paths.LIB_DIR / c / "__init__.py").is_file()
+        assert not any(p.name.startswith(c) for p in paths.LIB_DIR.glob("*.py"))
+
+
+def _module(path: Path) -> str:
+    rel = path.relative_to(paths.LIB_DIR.parent).with_suffix("")
+    return ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+
+
+def _imports(path: Path, modules: set[str]) -> set[str]:
+    """The library modules ``path`` imports when it runs, at the top or inside a function (not
+    those under ``if TYPE_CHECKING:``, which annotations alone need)."""
+    tree = ast.parse(path.read_text())
+    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+                   and "TYPE_CHECKING" in ast.unparse(block.test) for n in ast.walk(block)}
+    out = set()
+    for n in ast.walk(tree):
+        if id(n) in typing_only:
+            continue
+        if isinstance(n, ast.ImportFrom) and n.module and n.module.split(".")[0] == "rnnbook":
+            out |= {f"{n.module}.{a.name}" if f"{n.module}.{a.name}" in modules else n.module
+                    for a in n.names}
+        elif isinstance(n, ast.Import):
+            out |= {a.name for a in n.names if a.name in modules}
+    return out - {_module(path)}
+
+
+def test_no_import_cycle_and_plots_imported_by_sections_only():
+    """No import cycle anywhere in lib/ (a cycle once tied a chapter's model and figure modules
+    together), and within a chapter's package only ``sections.py`` imports ``plots.py``: plots
+    import models and theory, never the reverse."""
+    files = {_module(p): p for p in paths.LIB_DIR.rglob("*.py")}
+    graph = {m: _imports(p, set(files)) for m, p in files.items()}
+    assert graph["rnnbook.stable_models.sections"] >= {"rnnbook.stable_models.plots"}  # it sees them
+
+    acyclic: set[str] = set()
+
+    def cycle_from(m: str, path: list[str]) -> list[str] | None:
+        if m in path:
+            return path[path.index(m):] + [m]
+        if m not in acyclic:
+            for n in graph.get(m, ()):
+                if found := cycle_from(n, path + [m]):
+                    return found
+            acyclic.add(m)
+        return None
+    for m in graph:
+        assert (found := cycle_from(m, [])) is None, " -> ".join(found)
+    for c in paths.chapters():
+        for m, deps in graph.items():
+            if f"rnnbook.{c}.plots" in deps:
+                assert m == f"rnnbook.{c}.sections", f"{m} imports rnnbook.{c}.plots"
 
 
 def test_results_version_leaves_out_presentation_only():
     """A fix to how results are shown keeps a chapter's results cache; code that computes does not."""
     for c in paths.chapters():
-        code = {p.name for p in paths.version_files(c)}
-        results = {p.name for p in paths.version_files(c, results=True)}
-        assert code - results == {n for n in code if n in paths.PRESENTATION
-                                  or n.endswith("_plots.py")}
-        assert {"execute.py", "display.py", "figures.py"} <= code - results
-        assert {"cache.py", "params.py", "run.py", "claims.py"} <= results
-        assert any(n.startswith(c) for n in results)
+        code = _rel(paths.version_files(c))
+        results = _rel(paths.version_files(c, results=True))
+        assert code - results == set(paths.PRESENTATION) | {f"{c}/plots.py"}
+        assert {"cache.py", "params.py", "run.py", "claims.py", f"{c}/theory.py"} <= results
         assert paths.results_version(c) != paths.code_version(c)
         assert rnnbook.setup(c, results_dir="/nonexistent").cache.code == paths.results_version(c)
+    assert paths.presentation_only(paths.LIB_DIR / "extrapolation" / "plots.py")
+    assert not paths.presentation_only(paths.LIB_DIR / "plots.py")  # not a chapter's
+    assert not paths.presentation_only(paths.LIB_DIR / "stable_models" / "figures.py")
 
 
 def test_chapter_source_unknown():

@@ -10,9 +10,7 @@ import pytest
 import torch
 from torch import nn
 
-import rnnbook.stable_models as sm
-import rnnbook.stable_models_data as smd
-import rnnbook.stable_models_train as st
+from rnnbook.stable_models import constraints, datasets, experiments, models, plots, sections, settings, train
 from rnnbook.data import DataError, fetch
 from rnnbook.params import ParameterError
 
@@ -23,35 +21,35 @@ RESOLVE = dict(profile="quick", device="cpu", seed=0, tasks=["jsb"], hidden_size
 
 # ---------------------------------------------------------------------------- data (real files)
 def test_jsb_splits():
-    d = smd.load_jsb()
-    assert [len(d[s]) for s in smd.SPLITS] == [229, 76, 77]
+    d = datasets.load_jsb()
+    assert [len(d[s]) for s in datasets.SPLITS] == [229, 76, 77]
     assert all(x.shape[1] == 88 and set(x.unique().tolist()) <= {0.0, 1.0} for x in d["train"])
 
 
 def test_atis_splits():
-    a = smd.load_atis()
-    assert [len(a.words[s]) for s in smd.SPLITS] == [4478, 500, 893]
-    assert all(len(w) == len(t) for s in smd.SPLITS for w, t in zip(a.words[s], a.tags[s]))
+    a = datasets.load_atis()
+    assert [len(a.words[s]) for s in datasets.SPLITS] == [4478, 500, 893]
+    assert all(len(w) == len(t) for s in datasets.SPLITS for w, t in zip(a.words[s], a.tags[s]))
     assert "O" in a.tag_vocab and not any(t.startswith("atis_") for t in a.tag_vocab)
 
 
 @pytest.mark.parametrize(("task", "test_tokens", "vocab"), [
     ("ptb_char", 442_424, 50), ("ptb_word", 82_430, 10_000), ("wikitext2", 245_569, 33_278)])
 def test_corpus_statistics(task, test_tokens, vocab):
-    c = smd.load_corpus(task, max_train_tokens=1000)
+    c = datasets.load_corpus(task, max_train_tokens=1000)
     assert len(c.ids["test"]) == test_tokens and len(c.vocab) == vocab
     assert len(c.ids["train"]) == 1000
 
 
 def test_vocabulary_most_frequent_first():
-    c = smd.load_corpus("ptb_word")
+    c = datasets.load_corpus("ptb_word")
     counts = torch.bincount(c.ids["train"], minlength=len(c.vocab))
     assert c.vocab[0] == "the" and bool((counts[:-1] >= counts[1:]).all())
 
 
 def test_adaptive_softmax_is_a_normalised_distribution():
     torch.manual_seed(0)
-    net = st.Net("lstm", 50, 50, hidden=16, emb=8, cutoffs=(10,))
+    net = models.Net("lstm", 50, 50, hidden=16, emb=8, cutoffs=(10,))
     h, y = torch.randn(3, 5, 16), torch.randint(0, 50, (3, 5))
     log_p = net.decoder.log_prob(h.flatten(0, 1))
     assert torch.allclose(log_p.logsumexp(-1), torch.zeros(15), atol=1e-5)
@@ -67,7 +65,7 @@ def test_corrupted_file_is_refused(tmp_path):
     data[1000] ^= 0xFF
     dst.write_bytes(bytes(data))
     with pytest.raises(DataError, match="checksum mismatch"):
-        smd.load_jsb(tmp_path)
+        datasets.load_jsb(tmp_path)
 
 
 def test_missing_file_names_data_dir_and_file(tmp_path, monkeypatch):
@@ -75,42 +73,42 @@ def test_missing_file_names_data_dir_and_file(tmp_path, monkeypatch):
         raise OSError("no network")
     monkeypatch.setattr(urllib.request, "urlopen", offline)
     with pytest.raises(DataError, match="JSB_Chorales.mat") as err:
-        st.resolve(**RESOLVE | {"data_dir": str(tmp_path)})
+        settings.resolve(**RESOLVE | {"data_dir": str(tmp_path)})
     assert str(tmp_path) in str(err.value)
 
 
 # ---------------------------------------------------------------------------- metrics
 def test_conlleval_chunks():
-    assert smd.chunks(["B-a", "I-a", "O", "B-b"]) == {(0, 1, "a"), (3, 3, "b")}
-    assert smd.chunks(["O", "I-a", "I-a", "I-b"]) == {(1, 2, "a"), (3, 3, "b")}  # I- opens
-    assert smd.chunks(["B-a", "B-a"]) == {(0, 0, "a"), (1, 1, "a")}
+    assert datasets.chunks(["B-a", "I-a", "O", "B-b"]) == {(0, 1, "a"), (3, 3, "b")}
+    assert datasets.chunks(["O", "I-a", "I-a", "I-b"]) == {(1, 2, "a"), (3, 3, "b")}  # I- opens
+    assert datasets.chunks(["B-a", "B-a"]) == {(0, 0, "a"), (1, 1, "a")}
 
 
 def test_conlleval_f1_hand_example():
     gold = [["B-a", "I-a", "O", "B-b"], ["B-c"]]
     pred = [["B-a", "O", "O", "B-b"], ["B-c"]]  # 2 of 3 chunks right, 3 predicted
-    assert smd.conlleval_f1(gold, pred) == pytest.approx(100 * 2 / 3)
-    assert smd.conlleval_f1(gold, gold) == 100.0
+    assert datasets.conlleval_f1(gold, pred) == pytest.approx(100 * 2 / 3)
+    assert datasets.conlleval_f1(gold, gold) == 100.0
 
 
 def test_lm_metrics_and_tokens():
-    assert smd.bpc(2 * 0.6931471805599453, 2) == pytest.approx(1.0)
-    assert smd.ppl(0.0, 5) == 1.0
-    assert smd.char_tokens("a b _ c \nd \n") == ["a", "b", "_", "c", "<eos>", "d", "<eos>"]
-    assert smd.word_tokens(" x y \n z \n") == ["x", "y", "<eos>", "z", "<eos>"]
+    assert datasets.bpc(2 * 0.6931471805599453, 2) == pytest.approx(1.0)
+    assert datasets.ppl(0.0, 5) == 1.0
+    assert datasets.char_tokens("a b _ c \nd \n") == ["a", "b", "_", "c", "<eos>", "d", "<eos>"]
+    assert datasets.word_tokens(" x y \n z \n") == ["x", "y", "<eos>", "z", "<eos>"]
 
 
 def test_jsb_nll_counts_frames():
     logits, y = torch.zeros(2, 3, 88), torch.ones(2, 3, 88)
     mask = torch.tensor([[1.0, 1, 1], [1, 0, 0]])
-    total, n = smd.jsb_nll(logits, y, mask)
+    total, n = datasets.jsb_nll(logits, y, mask)
     assert n == 4 and total == pytest.approx(4 * 88 * 0.6931471805599453, rel=1e-6)
 
 
 # ---------------------------------------------------------------------------- models
 def test_tanh_rnn_equals_nn_rnn():
     torch.manual_seed(0)
-    ours, ref = st.TanhRNN(5, 7), nn.RNN(5, 7, batch_first=True)
+    ours, ref = models.TanhRNN(5, 7), nn.RNN(5, 7, batch_first=True)
     ref.load_state_dict(ours.state_dict())
     x = torch.randn(3, 11, 5)
     (a, ha), (b, hb) = ours(x), ref(x)
@@ -121,24 +119,24 @@ def test_tanh_rnn_equals_nn_rnn():
         assert torch.allclose(p.grad, q.grad, atol=1e-5)
 
 
-@pytest.mark.parametrize("cls", [st.TanhRNN, lambda m, h: nn.LSTM(m, h, batch_first=True)])
+@pytest.mark.parametrize("cls", [models.TanhRNN, lambda m, h: nn.LSTM(m, h, batch_first=True)])
 def test_truncated_forward_runs_each_window_from_zero(cls):
     torch.manual_seed(0)
     rnn, x, k = cls(4, 6), torch.randn(2, 9, 4), 3
     with torch.no_grad():
-        h = sm.truncated_forward(rnn, x, k)
+        h = constraints.truncated_forward(rnn, x, k)
         assert torch.allclose(h[:, :k - 1], rnn(x)[0][:, :k - 1])
         for t in range(k - 1, 9):
             assert torch.allclose(h[:, t], rnn(x[:, t - k + 1:t + 1])[0][:, -1], atol=1e-6)
-        assert torch.allclose(sm.truncated_forward(rnn, x, None), rnn(x)[0])
+        assert torch.allclose(constraints.truncated_forward(rnn, x, None), rnn(x)[0])
 
 
 def test_truncated_tanh_rnn_shares_the_input_map_exactly():
     """The tanh RNN unfolds Ux + b, not x: same outputs and gradients as nn.RNN unfolding x."""
     torch.manual_seed(0)
-    ours, ref, x = st.TanhRNN(4, 6), nn.RNN(4, 6, batch_first=True), torch.randn(2, 9, 4)
+    ours, ref, x = models.TanhRNN(4, 6), nn.RNN(4, 6, batch_first=True), torch.randn(2, 9, 4)
     ref.load_state_dict(ours.state_dict())
-    a, b = sm.truncated_forward(ours, x, 3), sm.truncated_forward(ref, x, 3)
+    a, b = constraints.truncated_forward(ours, x, 3), constraints.truncated_forward(ref, x, 3)
     assert torch.allclose(a, b, atol=1e-6)
     a.square().sum().backward()
     b.square().sum().backward()
@@ -150,33 +148,33 @@ def test_fork_lstm_is_the_k1_truncation():
     torch.manual_seed(0)
     lstm, x = nn.LSTM(88, 8, batch_first=True), torch.rand(1, 20, 88)
     with torch.no_grad():
-        assert torch.allclose(st.fork_lstm_forward(lstm, x), sm.truncated_forward(lstm, x, 1),
+        assert torch.allclose(experiments.fork_lstm_forward(lstm, x), constraints.truncated_forward(lstm, x, 1),
                               atol=1e-6)
 
 
 @pytest.mark.parametrize(("cell", "constraint"), [("rnn", "spectral"), ("lstm", "row")])
 def test_projections_hold_at_every_training_step(cell, constraint, monkeypatch):
-    cfg = st.TaskConfig("jsb", 16, lr=5.0, clip=10.0, epochs=1, batch=2)
-    net = st.make_net(cell, cfg, 88, 88, 0.0, 0)
+    cfg = settings.TaskConfig("jsb", 16, lr=5.0, clip=10.0, epochs=1, batch=2)
+    net = models.make_net(cell, cfg, 88, 88, 0.0, 0)
     torch.manual_seed(1)
     data = {"train": [(torch.rand(12, 88) > 0.8).float() for _ in range(8)],
             "test": [(torch.rand(12, 88) > 0.8).float() for _ in range(2)]}
     after_step = []  # the constrained quantity after every projection, measured independently
-    measure = net.W_hh_norm if cell == "rnn" else lambda: sm.lstm_row_ratio(net.rnn)
+    measure = net.W_hh_norm if cell == "rnn" else lambda: constraints.lstm_row_ratio(net.rnn)
 
     def stabilize_(net_, c):
         out = stabilize(net_, c)
         after_step.append(measure())
         return out
-    stabilize = st.stabilize_
-    monkeypatch.setattr(st, "stabilize_", stabilize_)
-    tr = st.train_sequences("jsb", net, cfg, data, constraint, 0)
+    stabilize = models.stabilize_
+    monkeypatch.setattr(models, "stabilize_", stabilize_)
+    tr = train.train_sequences("jsb", net, cfg, data, constraint, 0)
     assert len(after_step) == 4 and max(after_step) <= 1 + 1e-5
     assert 0.5 < tr.c1_max <= 1 + 1e-5
     if cell == "rnn":
         assert net.W_hh_norm() <= 1 + 1e-5
     else:
-        assert sm.lstm_row_ratio(net.rnn) <= 1 + 1e-5
+        assert constraints.lstm_row_ratio(net.rnn) <= 1 + 1e-5
 
 
 # ---------------------------------------------------------------------------- parameters
@@ -187,57 +185,57 @@ def test_projections_hold_at_every_training_step(cell, constraint, monkeypatch):
     ({"n_seeds": 0}, "n_seeds")])
 def test_resolve_refuses(change, name):
     with pytest.raises(ParameterError, match=f"parameter '{name}'"):
-        st.resolve(**RESOLVE | change)
+        settings.resolve(**RESOLVE | change)
 
 
 def test_resolve_defaults():
-    S = st.resolve(**RESOLVE | {"tasks": None})
+    S = settings.resolve(**RESOLVE | {"tasks": None})
     assert S.tasks == ["jsb", "atis", "ptb_char", "ptb_word"] and S.seeds == [0]
-    assert st.resolve(**RESOLVE | {"profile": "full", "tasks": ["jsb"]}).seeds == [0, 1, 2]
+    assert settings.resolve(**RESOLVE | {"profile": "full", "tasks": ["jsb"]}).seeds == [0, 1, 2]
 
 
 # ---------------------------------------------------------------------------- contraction
 def test_contraction_estimate_of_a_contracting_rnn():
-    cfg = st.TaskConfig("jsb", 8, lr=1.0, clip=1.0, epochs=1)
-    net = st.make_net("rnn", cfg, 88, 88, 0.0, 0)
+    cfg = settings.TaskConfig("jsb", 8, lr=1.0, clip=1.0, epochs=1)
+    net = models.make_net("rnn", cfg, 88, 88, 0.0, 0)
     with torch.no_grad():
         q, _ = torch.linalg.qr(torch.randn(8, 8))
         net.rnn.weight_hh_l0.copy_(0.5 * q)
     x = 0.01 * torch.rand(4, 20, 88)
-    S_hat = st.contraction_estimate(net, x, [1, 4], starts=4, steps=30)
+    S_hat = train.contraction_estimate(net, x, [1, 4], starts=4, steps=30)
     assert 0.3 < S_hat[1] <= 0.5 + 1e-5
     assert S_hat[4] <= 0.5 ** 4 + 1e-5
-    assert st.smallest_contracting_r(S_hat) == 1
+    assert train.smallest_contracting_r(S_hat) == 1
 
 
 @pytest.mark.parametrize(("w2", "w32", "passed", "verdict"), [
     (3.4, 2.4, True, None), (3.4, 3.0, False, "partly"), (3.0, 3.1, False, "not reproduced")])
 def test_c9_rule(w2, w32, passed, verdict):
-    S = st.resolve(**RESOLVE)
+    S = settings.resolve(**RESOLVE)
     assert (S.c9_seeds, S.c9_epochs, S.c9_nll) == ([0, 1, 2], 40, False)
-    assert st.c9_jobs(S) == [("jsb", "rnn", False, s, {"k": k, "epochs": 40}) for s in S.c9_seeds
+    assert experiments.c9_jobs(S) == [("jsb", "rnn", False, s, {"k": k, "epochs": 40}) for s in S.c9_seeds
                              for k in (2, 32)]
     runs = {(False, k, s): {"w_norms": [1.0] * 39 + [w + 0.1 * (s - 1)]} for s in S.c9_seeds
             for k, w in ((2, w2), (32, w32))}
     trunc = {("rnn", s, k): {"test": 9.0 + (0.1 if k == 2 else 0.05) * s} for s in (False, True)
              for k in (2, 32)}  # instability's NLL advantage shrinks with k, as the paper says
-    c9 = st.c9_check(S, trunc, runs)
+    c9 = experiments.c9_check(S, trunc, runs)
     assert (c9["passed"], c9["verdict"]) == (passed, verdict)
     assert c9["value"]["‖W‖₂ k=2"] == pytest.approx(w2)  # mean over the seeds
     assert c9["value"]["NLL(stable) − NLL(unstable), k=2"] == pytest.approx(0.1)  # F2's, reported
     assert c9["value"]["‖W‖₂ drop at epoch 15, mean"] == 0.0
-    assert st.c9_drops(S, runs, 40) == pytest.approx([w2 - w32] * 3)
+    assert experiments.c9_drops(S, runs, 40) == pytest.approx([w2 - w32] * 3)
 
 
 def test_c9_quick_is_partly_when_the_reported_nll_half_is_not_seen():
     """Quick: the NLL half is reported, not checked; a stable model as good or better at k = 2
     leaves the norm half's pass standing but makes the verdict 'partly'."""
-    S = st.resolve(**RESOLVE)
+    S = settings.resolve(**RESOLVE)
     runs = {(False, k, s): {"w_norms": [1.0] * 39 + [w]} for s in S.c9_seeds
             for k, w in ((2, 3.4), (32, 2.4))}
     trunc = {("rnn", s, k): {"test": 9.0 - (0.05 if s else 0.0)} for s in (False, True)
              for k in (2, 32)}
-    c9 = st.c9_check(S, trunc, runs)
+    c9 = experiments.c9_check(S, trunc, runs)
     assert (c9["passed"], c9["verdict"]) == (True, "partly")
     assert "F2's" in c9["value"]["NLL runs"]
 
@@ -247,59 +245,59 @@ def test_c9_quick_is_partly_when_the_reported_nll_half_is_not_seen():
     ((0.10, -0.05, 0.02), (0.0, 0.0, 0.0), False),    # within one sd of zero
     ((0.10, 0.12, 0.08), (0.2, 0.2, 0.2), False)])    # not shrinking by k = 32
 def test_c9_rule_over_seeds(adv2, adv32, passed):
-    S = st.resolve(**{**RESOLVE, "profile": "full"})
+    S = settings.resolve(**{**RESOLVE, "profile": "full"})
     assert (S.c9_seeds, S.c9_epochs, S.c9_nll) == (S.seeds, None, True)
-    assert len(st.c9_jobs(S)) == 12  # three seeds x {unstable, stable} x k in {2, 32}
+    assert len(experiments.c9_jobs(S)) == 12  # three seeds x {unstable, stable} x k in {2, 32}
     runs = {(s, k, seed): {"test": 9.0 + (a if s else 0.0), "w_norms": [1.0, w]}
             for seed, a2, a32 in zip(S.c9_seeds, adv2, adv32) for s in (False, True)
             for k, a, w in ((2, a2, 3.4), (32, a32, 2.4))}
-    c9 = st.c9_check(S, {}, runs)
+    c9 = experiments.c9_check(S, {}, runs)
     assert c9["passed"] == passed and c9["value"]["seeds"] == 3
     assert c9["verdict"] == (None if passed else "partly")
 
 
 @pytest.mark.parametrize(("nll", "passed"), [((9.0, 9.1, 9.05), True), ((9.0, 9.2, 9.05), False)])
 def test_c11_rule(nll, passed):
-    S = st.resolve(**RESOLVE)
-    trunc = {(c, False, k): {"test": v} for c in st.CELLS for k, v in zip((8, 32), nll)}
-    res = {("jsb", c, False): [({"test": nll[2]}, None)] for c in st.CELLS}
-    assert st.c11_check(S, trunc, res)["passed"] == passed
+    S = settings.resolve(**RESOLVE)
+    trunc = {(c, False, k): {"test": v} for c in settings.CELLS for k, v in zip((8, 32), nll)}
+    res = {("jsb", c, False): [({"test": nll[2]}, None)] for c in settings.CELLS}
+    assert experiments.c11_check(S, trunc, res)["passed"] == passed
 
 
 def test_train_all_covers_every_section_longest_first(monkeypatch):
-    S = st.resolve(**(RESOLVE | {"tasks": ["jsb", "atis"]}))
+    S = settings.resolve(**(RESOLVE | {"tasks": ["jsb", "atis"]}))
     seen = []
-    monkeypatch.setattr(st, "prefit", lambda cache, S_, jobs, workers, progress: seen.extend(jobs))
-    st.train_all(None, S)
+    monkeypatch.setattr(experiments, "prefit", lambda cache, S_, jobs, workers, progress: seen.extend(jobs))
+    experiments.train_all(None, S)
     keys = {(j[0], j[1], j[2], j[4].get("k"), j[4].get("snapshots", False)) for j in seen}
-    assert {("jsb", c, s, k, False) for c, s, k in st.truncation_jobs(S)} <= keys
-    assert {("jsb", "rnn", False, w["k"], True) for w in st.f5_runs(S)} <= keys
-    assert {(t, c, s, None, False) for t in S.tasks for c, s in st.MODELS} <= keys
-    assert any(j[4] == st.FORK_LSTM for j in seen)
-    costs = sorted((st.job_cost(S, j) for j in seen), reverse=True)
+    assert {("jsb", c, s, k, False) for c, s, k in experiments.truncation_jobs(S)} <= keys
+    assert {("jsb", "rnn", False, w["k"], True) for w in experiments.f5_runs(S)} <= keys
+    assert {(t, c, s, None, False) for t in S.tasks for c, s in experiments.MODELS} <= keys
+    assert any(j[4] == experiments.FORK_LSTM for j in seen)
+    costs = sorted((train.job_cost(S, j) for j in seen), reverse=True)
     assert costs[0] > costs[-1] > 0
-    assert all(job in seen for job in st.c9_jobs(S))  # C9's longer runs come along
+    assert all(job in seen for job in experiments.c9_jobs(S))  # C9's longer runs come along
     seen.clear()
-    full = st.resolve(**(RESOLVE | {"profile": "full"}))
-    st.train_all(None, full)  # seed 0 of C9's runs is F2's: scheduled once
-    assert all(job in seen for job in st.c9_jobs(full)) and len(set(map(repr, seen))) == len(seen)
+    full = settings.resolve(**(RESOLVE | {"profile": "full"}))
+    experiments.train_all(None, full)  # seed 0 of C9's runs is F2's: scheduled once
+    assert all(job in seen for job in experiments.c9_jobs(full)) and len(set(map(repr, seen))) == len(seen)
 
 
 def test_full_profile_language_model_figures_are_scheduled(monkeypatch):
     """Spec §4: in the full profile F3 and F5 run on WikiText-2 (F5 for both cells) and F4 adds
     PTB-character and WikiText-2 truncations; the quick profile schedules none of these."""
-    full = st.resolve(**RESOLVE | {"profile": "full", "tasks": ["jsb", "ptb_char", "wikitext2"]})
-    assert (full.f3_task, full.f5_task, full.f5_cells) == ("wikitext2", "wikitext2", st.CELLS)
+    full = settings.resolve(**RESOLVE | {"profile": "full", "tasks": ["jsb", "ptb_char", "wikitext2"]})
+    assert (full.f3_task, full.f5_task, full.f5_cells) == ("wikitext2", "wikitext2", settings.CELLS)
     seen = []
-    monkeypatch.setattr(st, "prefit", lambda cache, S_, jobs, workers, progress: seen.extend(jobs))
-    st.train_all(None, full)
+    monkeypatch.setattr(experiments, "prefit", lambda cache, S_, jobs, workers, progress: seen.extend(jobs))
+    experiments.train_all(None, full)
     keys = {(j[0], j[1], j[4].get("k"), j[4].get("snapshots", False)) for j in seen}
-    assert {(t, c, k, False) for t in ("ptb_char", "wikitext2") for c in st.CELLS
+    assert {(t, c, k, False) for t in ("ptb_char", "wikitext2") for c in settings.CELLS
             for k in full.lm_k} <= keys
-    assert {("wikitext2", c, k, True) for c in st.CELLS for k in full.f5_k + [65]} <= keys
-    quick = st.resolve(**RESOLVE | {"tasks": ["jsb", "ptb_char"]})
+    assert {("wikitext2", c, k, True) for c in settings.CELLS for k in full.f5_k + [65]} <= keys
+    quick = settings.resolve(**RESOLVE | {"tasks": ["jsb", "ptb_char"]})
     assert (quick.f3_task, quick.f5_task, quick.lm_k) == ("ptb_char", "jsb", [])
-    assert st.lm_truncation_jobs(quick) == []
+    assert experiments.lm_truncation_jobs(quick) == []
 
 
 class _Run:
@@ -323,44 +321,44 @@ def test_language_model_truncations_and_f5_on_toy_sizes(tmp_path):
     from dataclasses import replace
 
     from rnnbook.cache import Cache
-    S = st.resolve(**RESOLVE | {"profile": "full", "tasks": ["ptb_char"], "hidden_size": 4,
+    S = settings.resolve(**RESOLVE | {"profile": "full", "tasks": ["ptb_char"], "hidden_size": 4,
                                 "epochs": 1, "max_train_tokens": 4000})
     S.configs["ptb_char"] = replace(S.configs["ptb_char"], emb=4, schedule=None)
     S.lm_k, S.f5_k, S.f5_ref, S.f5_epochs, S.workers = [2, 3], [2], 3, 2, 1
-    S.f5_task, S.f5_cells = "ptb_char", st.CELLS
-    td = st.load_task("ptb_char", S)
+    S.f5_task, S.f5_cells = "ptb_char", settings.CELLS
+    td = train.load_task("ptb_char", S)
     td.data.ids["test"] = td.data.ids["test"][:3000]
     run = _Run(Cache(tmp_path))
-    lm = st.lm_truncation_sweep(run.cache, S, {"ptb_char": td})
-    assert set(lm) == {("ptb_char", c, k) for c in st.CELLS for k in (2, 3)}
+    lm = experiments.lm_truncation_sweep(run.cache, S, {"ptb_char": td})
+    assert set(lm) == {("ptb_char", c, k) for c in settings.CELLS for k in (2, 3)}
     assert all(0 < v < 10 for v in lm.values())  # bits per character of barely trained models
-    f5 = st.f5_weight_gaps(run, S, td)
+    f5 = sections.f5_weight_gaps(run, S, td)
     assert {"RNN final k=2", "LSTM final k=2"} <= set(f5["value"])
     assert all(v > 0 for n, v in f5["value"].items() if "final" in n)
-    snap = st.fit(run.cache, S, td, "lstm", False, 0, **st.f5_runs(S)[0])[0]["snapshots"]
+    snap = train.fit(run.cache, S, td, "lstm", False, 0, **experiments.f5_runs(S)[0])[0]["snapshots"]
     assert snap.shape == (S.f5_epochs + 1, 4 * 4 * 4)  # W_hh only, after each epoch
-    trunc = {(c, False, k): {"test": 9.0, "w_norms": [2.0]} for c in st.CELLS for k in S.f2_k}
+    trunc = {(c, False, k): {"test": 9.0, "w_norms": [2.0]} for c in settings.CELLS for k in S.f2_k}
     trunc |= {("rnn", True, k): {"test": 9.0, "w_norms": [1.0]} for k in S.f2_k}
-    res = {(t, c, False): [({"test": 9.0}, None)] for t in ("jsb", "ptb_char") for c in st.CELLS}
+    res = {(t, c, False): [({"test": 9.0}, None)] for t in ("jsb", "ptb_char") for c in settings.CELLS}
     c9 = {(False, k, s): {"w_norms": [1.5, 2.0]} for k in (2, 32) for s in S.c9_seeds}
-    st.f2_f4_figures(run, S, trunc, res, c9, lm)
+    sections.f2_f4_figures(run, S, trunc, res, c9, lm)
     assert run.figures["F2"][0] == 3 and "3 seeds" in run.figures["F2"][1]
     assert run.figures["F4"][0] == 2 and "PTB characters" in run.figures["F4"][1]
 
 
 def test_contraction_estimates_listed_c8_first():
-    S = st.resolve(**(RESOLVE | {"tasks": ["jsb", "ptb_char"]}))
-    names = list(st.estimates(S))
+    S = settings.resolve(**(RESOLVE | {"tasks": ["jsb", "ptb_char"]}))
+    names = list(experiments.estimates(S))
     assert names[0] == "c8" and len(names) == 1 + 4 + 4 + 1
     assert "jsb/lstm/fork (col, bias 10+10)" in names
-    assert "c8" not in st.estimates(st.resolve(**RESOLVE))
+    assert "c8" not in experiments.estimates(settings.resolve(**RESOLVE))
 
 
 def test_initial_norm_leaves_the_global_generator_alone():
-    S = st.resolve(**RESOLVE)
-    td = st.load_task("jsb", S)
+    S = settings.resolve(**RESOLVE)
+    td = train.load_task("jsb", S)
     state = torch.get_rng_state()
-    w0 = st.initial_W_hh_norm(S, td, "rnn")
+    w0 = train.initial_W_hh_norm(S, td, "rnn")
     assert torch.equal(state, torch.get_rng_state())
     assert 1.0 < w0 < 1.3  # PyTorch's U(-1/sqrt(n), 1/sqrt(n)): about 2/sqrt(3) for large n
 
@@ -369,17 +367,17 @@ def test_initial_norm_leaves_the_global_generator_alone():
 def test_c5_context_costs_and_full_tolerances():
     gap = {"jsb": {"rnn": -0.16, "lstm": 0.07}, "atis": {"rnn": -1.75, "lstm": -2.45},
            "ptb_char": {"rnn": 0.21, "lstm": 0.38}}
-    ctx = st.c5_context(gap)
+    ctx = experiments.c5_context(gap)
     assert ctx["cost_atis_rnn"] == pytest.approx(1.75)  # F1 lost by the stable model, counted up
     assert ctx["cost_jsb_rnn"] == pytest.approx(-0.16)  # a negative cost: the stable model is better
     assert ctx["c5_over_full"] == "ATIS RNN, ATIS LSTM, PTB characters RNN"
     assert "ATIS +0.0 (RNN) and +0.5 (LSTM) F1 points" in ctx["c5_paper"]
-    assert math.isnan(st.c5_context({"jsb": gap["jsb"]})["cost_atis_rnn"])  # a task not run
+    assert math.isnan(experiments.c5_context({"jsb": gap["jsb"]})["cost_atis_rnn"])  # a task not run
 
 
 def test_settings_table_has_one_column_per_task():
-    S = st.resolve(**RESOLVE)
-    rows = st.settings_rows(S, {"jsb": st.TaskData("jsb", {"train": [None] * 229}, 88, 88)})
+    S = settings.resolve(**RESOLVE)
+    rows = experiments.settings_rows(S, {"jsb": train.TaskData("jsb", {"train": [None] * 229}, 88, 88)})
     assert all(set(r) == {"setting", "jsb"} for r in rows)
     by = {r["setting"]: r["jsb"] for r in rows}
     assert by["training set"] == "229 chorales" and by["epochs"] == S.configs["jsb"].epochs
@@ -389,8 +387,7 @@ def test_settings_table_has_one_column_per_task():
 def test_e2_plot_marks_clipped_values_and_the_fork():
     import matplotlib
     matplotlib.use("Agg")
-    import rnnbook.stable_models_plots as smp
-    fig = smp.plot_e2({"jsb/lstm/stable": {1: 1.0, 4: 1e-3, 16: 0.0},
+    fig = plots.plot_e2({"jsb/lstm/stable": {1: 1.0, 4: 1e-3, 16: 0.0},
                        "jsb/lstm/fork (col, bias 10+10)": {1: 1.0, 4: 1.0, 16: 1.0}})
     lines = fig.axes[0].get_lines()
     fork = [ln for ln in lines if ln.get_label().startswith("jsb/lstm/fork")]

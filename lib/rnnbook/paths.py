@@ -24,18 +24,32 @@ def default_results_dir(profile: str) -> Path:
 
 
 # Modules that only present results (pages, tables, figures, the command line): no cached value
-# is computed by them, so the results version leaves them out, as it does every ``*_plots.py``.
+# is computed by them, so the results version leaves them out, as it does each chapter's ``plots.py``.
 PRESENTATION = ("__main__.py", "bench.py", "display.py", "execute.py", "figures.py")
+PLOTS = "plots.py"  # a chapter package's figures (``<chapter>/plots.py``): presentation only
+
+
+def chapter_of(path: Path) -> str | None:
+    """The chapter whose package holds the library file ``path`` (``lib/rnnbook/<chapter>/...``),
+    or None for the book's machinery and the shared models (``lib/rnnbook/*.py``)."""
+    parts = path.relative_to(LIB_DIR).parts
+    return parts[0] if len(parts) > 1 else None
+
+
+def presentation_only(path: Path) -> bool:
+    """Whether the library file ``path`` only shows results: one of :data:`PRESENTATION`, or a
+    chapter package's :data:`PLOTS`."""
+    rel = path.relative_to(LIB_DIR)
+    return rel.name in (PRESENTATION if len(rel.parts) == 1 else (PLOTS,))
 
 
 def version_files(chapter: str | None = None, results: bool = False) -> list[Path]:
     """The library files a version hashes: all of them, or, for ``chapter``, all but the other
-    chapters' own modules (``<other chapter>*.py``); with ``results``, also without the
-    presentation modules (:data:`PRESENTATION`, ``*_plots.py``)."""
-    others = tuple(c for c in chapters() if c != chapter) if chapter else ()
+    chapters' packages (``lib/rnnbook/<other chapter>/``); with ``results``, also without the
+    presentation modules (:func:`presentation_only`)."""
+    others = set(chapters()) - {chapter} if chapter else set()
     return sorted(p for p in LIB_DIR.rglob("*.py") if ".ipynb_checkpoints" not in p.parts
-                  and not (others and p.name.startswith(others))
-                  and not (results and (p.name in PRESENTATION or p.name.endswith("_plots.py"))))
+                  and chapter_of(p) not in others and not (results and presentation_only(p)))
 
 
 def _hash(files: list[Path]) -> str:

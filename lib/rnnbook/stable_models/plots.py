@@ -1,13 +1,20 @@
-"""Figures of the stable-models chapter (Miller & Hardt 2019): F2–F5, E1, E2.
+"""Figures of the stable-models chapter (Miller & Hardt 2019): F2-F8, E1, E2.
 
 Named functions returning a matplotlib Figure; the computations they draw live in
-:mod:`rnnbook.stable_models_train`.
+:mod:`rnnbook.stable_models.theory` (F6-F8), :mod:`~rnnbook.stable_models.train` and
+:mod:`~rnnbook.stable_models.experiments`. Presentation only: the results cache's version leaves
+this module out, so a change here keeps finished runs.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, TYPE_CHECKING
 
 import numpy as np
+
+from rnnbook.stable_models.theory import divergence_step, gd_A1, grad_A1
+
+if TYPE_CHECKING:
+    from rnnbook.stable_models.theory import TheorySettings
 
 
 def plot_f2(ks: list[int], nll: dict[str, list[float]], w_norm: list[float],
@@ -189,4 +196,84 @@ def plot_e2(S_hat: dict[str, dict[int, float]], floor: float = E2_FLOOR,
         handles.append(Line2D([], [], marker="v", ls="none", mfc="white", mec="0.3", mew=1.5, ms=8,
                               label=rf"below $10^{{{np.log10(floor):.0f}}}$ (or 0), drawn there"))
     ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    return fig
+
+
+# ============================================================================ F6-F8: the theory half
+def plot_f6(S: TheorySettings, res: dict[str, np.ndarray]) -> "plt.Figure":
+    """F6: the median weight gap (A) against k at N = N_k with a λ^k guide, (B) against N at
+    k ∈ {4, 8}, one colour per step-size schedule (one legend for both panels, below them)."""
+    import matplotlib.pyplot as plt
+    gap = np.median(res["gap"], axis=0)
+    ks, N = res["ks"], res["N"]
+    j = list(N).index(S.c4_N_k)
+    fig, axs = plt.subplots(1, 2, figsize=(8.2, 4.6))
+    for i, s in enumerate(S.c4_schedules):
+        style = dict(color=f"C{i}", label=fr"$\alpha={s.name}$")
+        axs[0].plot(ks, gap[i, :, j], "o-", **style)
+        for kk, ls in zip(S.c4_k_N, ("-", "--")):
+            axs[1].plot(N, gap[i, list(ks).index(kk)], ls=ls, color=f"C{i}")
+    k4 = list(ks).index(4)
+    guide, = axs[0].plot(ks, gap[0, k4, j] * S.c4_lam ** (ks - 4.0), color="0.5", ls=":",
+                         label=fr"$\lambda^k$, $\lambda={S.c4_lam:g}$")
+    axs[0].set(yscale="log", xlabel="truncation $k$", ylabel=r"$\|w_k - w_{\rm rec}\|$",
+               title=f"(A) after N = {S.c4_N_k} steps")
+    axs[1].set(xscale="log", yscale="log", xlabel="SGD steps $N$", ylabel=r"$\|w_k - w_{\rm rec}\|$",
+               title=f"(B) k = {S.c4_k_N[0]} (solid), {S.c4_k_N[1]} (dashed)")
+    axs[0].legend(handles=[guide], loc="lower left")  # below the curves, which start high
+    fig.legend(handles=axs[0].get_lines()[:len(S.c4_schedules)], loc="outside lower center",
+               ncol=len(S.c4_schedules))
+    return fig
+
+
+def plot_f7(S: TheorySettings, a_grid: np.ndarray = np.linspace(-2, 2, 801)) -> "plt.Figure":
+    """F7: (A) :math:`|\\partial L/\\partial a|` against a for each T; (B, C) GD paths from ``S.f7_a0``
+    at the smallest and the second-largest T (× marks divergence)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import SymmetricalLogLocator
+    fig = plt.figure(figsize=(8, 7.2))
+    grid = fig.add_gridspec(2, 2)
+    axs = [fig.add_subplot(grid[0, :]), fig.add_subplot(grid[1, 0]), fig.add_subplot(grid[1, 1])]
+    for T in S.f7_T:
+        with np.errstate(all="ignore"):
+            axs[0].plot(a_grid, np.abs(grad_A1(a_grid, T)), label=f"T = {T}")
+    axs[0].axvspan(-2, -1, color="0.9", zorder=0)
+    axs[0].axvspan(1, 2, color="0.9", zorder=0)
+    axs[0].set(yscale="log", xlabel="$a$", ylabel=r"$|\partial L/\partial a|$", title="(A) gradient")
+    axs[0].legend()
+    for ax, T in zip(axs[1:], (S.f7_T[0], S.f7_T[-2])):
+        paths = gd_A1(np.array(S.f7_a0), T, S.c2_steps)
+        for i, (a0, p) in enumerate(zip(S.f7_a0, paths)):
+            ax.plot(np.arange(p.size), p, color=f"C{i}", label=f"$a_0 = {a0:g}$")
+            d = divergence_step(p)
+            if d >= 0:
+                ax.plot(d - 1, p[d - 1], "x", color=f"C{i}", ms=10, mew=2)
+        ax.set(xscale="symlog", xlabel="GD step $i$", ylabel="$a_i$",
+               title=f"({'BC'[ax is axs[2]]}) GD, $\\alpha_i = 1/i$, T = {T}")
+        ax.set_yscale("symlog", linthresh=1)
+        ax.yaxis.set_major_locator(SymmetricalLogLocator(base=100, linthresh=1))  # every 2 decades
+    # the starts are coloured alike in (B) and (C): one legend, below both, off their data
+    starts = [ln for ln in axs[1].get_lines() if not ln.get_label().startswith("_")]
+    ncol = (len(starts) + 1) // 2  # two rows, read left to right (legends fill columns first)
+    fig.legend(handles=[starts[i + ncol * r] for i in range(ncol) for r in range(2)
+                        if i + ncol * r < len(starts)], loc="outside lower center", ncol=ncol)
+    return fig
+
+
+def plot_f8(res: dict[str, np.ndarray], floor: float = 1e-13) -> "plt.Figure":
+    """F8: :math:`\\|h_T - h^k_T\\|` against k (median, band = min..max over instances) and the
+    Prop. 3 bound (median over instances, dashed), one panel per λ; dotted: C3's rounding floor."""
+    import matplotlib.pyplot as plt
+    lams, k = res["lams"], res["k"]
+    fig, axs = plt.subplots(1, len(lams), figsize=(8.2, 4.0), sharey=True)
+    for i, (ax, lam) in enumerate(zip(axs, lams)):
+        e = np.where(res["err"][i] > 0, res["err"][i], np.nan)
+        ax.fill_between(k, np.nanmin(e, 0), np.nanmax(e, 0), color="C0", alpha=0.25, lw=0)
+        ax.plot(k, np.nanmedian(e, 0), color="C0", label=r"$\|h_T - h^k_T\|$")
+        ax.plot(k, np.median(res["bound"][i], 0), color="C1", ls="--", label="bound (Prop. 3)")
+        ax.axhline(floor, color="0.6", ls=":", lw=1, label=f"C3 ignores < {floor:g}")
+        ax.set(yscale="log", xlabel="truncation $k$", title=fr"$\lambda = {lam:g}$")
+    axs[0].set_ylim(bottom=1e-17)
+    axs[0].set_ylabel("distance of final states")
+    fig.legend(handles=axs[0].get_lines(), loc="outside lower center", ncol=3)
     return fig

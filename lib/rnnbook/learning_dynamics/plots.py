@@ -1,7 +1,9 @@
 """Figures of the learning-dynamics chapter (Proca et al., ICML 2025): F1-F10, E1, E2 and the full
-profile's F6 panels, drawn from results computed by :mod:`rnnbook.learning_dynamics` and
-:mod:`rnnbook.learning_dynamics_nets`. Presentation only: the results cache's version leaves this
-module out, so a change here keeps finished runs."""
+profile's F6 panels, drawn from results computed by :mod:`rnnbook.learning_dynamics.theory`,
+:mod:`~rnnbook.learning_dynamics.experiments` and :mod:`~rnnbook.learning_dynamics.networks`.
+Presentation only: the results cache's version leaves this module out, so a change here keeps
+finished runs.
+"""
 from __future__ import annotations
 
 import math
@@ -10,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
-from rnnbook import learning_dynamics as ld
+from rnnbook.learning_dynamics import experiments, theory
 
 
 def _plt():
@@ -48,7 +50,7 @@ def plot_f2(f2: dict):
     plt = _plt()
     fig, axes = plt.subplots(2, 3, figsize=(10, 7), sharex="col")
     xl = {"constant": "$\\delta$", "inv_exp": "$\\lambda$", "exp": "$\\lambda$"}
-    for j, fam in enumerate(ld.F2_GRIDS):
+    for j, fam in enumerate(experiments.F2_GRIDS):
         for iT, T in enumerate(np.unique(f2["T"])):
             m = (f2["family"] == j) & (f2["T"] == T)
             x = f2["x"][m]
@@ -82,14 +84,14 @@ def plot_f3(f3: dict):
     xl = {"constant": "$\\delta$", "exp": "$\\lambda$", "dirac": "$\\beta$"}
     cmap = plt.get_cmap("viridis")
     for it, T in enumerate(f3["T"]):
-        for j, fam in enumerate(ld.F3_GRIDS):
+        for j, fam in enumerate(experiments.F3_GRIDS):
             x = f3["x"][j]
             for ik, kap in enumerate(f3["kappa"]):
                 col = cmap(ik / max(len(f3["kappa"]) - 1, 1))
                 axes[2 * it, j].plot(x, f3["b"][it, j, ik], color=col, label=f"$\\kappa$={kap:g}")
                 axes[2 * it + 1, j].plot(x, f3["u"][it, j, ik], color=col)
             if fam != "dirac":
-                b0, u0 = ld.zero_loss_solution(fam, int(T), x if fam == "constant" else 1.0,
+                b0, u0 = theory.zero_loss_solution(fam, int(T), x if fam == "constant" else 1.0,
                                             1.0 if fam == "constant" else x)
                 axes[2 * it, j].plot(x, b0 * np.ones_like(x), ":k", lw=1.2)
                 axes[2 * it + 1, j].plot(x, u0 * np.ones_like(x), ":k", lw=1.2)
@@ -106,14 +108,14 @@ def plot_f3(f3: dict):
 
 
 def plot_f4(T: int, s1s=(0.5, 1.5, 2.5), n: int = 200):
-    """F4: contour maps of :func:`~rnnbook.learning_dynamics.landscape` for each s_1 (rows): data
+    """F4: contour maps of :func:`~rnnbook.learning_dynamics.theory.landscape` for each s_1 (rows): data
     term, regulariser, E. The filled contours are rasterised in the SVG (as vectors, the full
     profile's 500 x 500 grids made a 15 MB file); axes, labels and the minimum stay vector."""
     plt = _plt()
     fig, axes = plt.subplots(len(s1s), 3, figsize=(10, 3.4 * len(s1s)), sharex=True, sharey=True)
     b, u = np.linspace(-2, 2, n), np.linspace(-2, 2, n)
     for i, s1 in enumerate(s1s):
-        L = ld.landscape(T, s1, b, u)
+        L = theory.landscape(T, s1, b, u)
         for j, key in enumerate(("data", "reg", "E")):
             ax = axes[i, j]
             Z = np.clip(L[key], -10, 10)
@@ -181,14 +183,14 @@ def plot_f9(f9: dict):
 def plot_f10(f10: dict):
     """F10 (App. M): learned b against β/κ on the T-output Dirac task, one colour per T: GD (dots),
     the exact global minimiser (thin line) and, drawn on top, the feedforward branch
-    :func:`~rnnbook.learning_dynamics.feedforward_b` (thick dashed, where it is below 0.5)."""
+    :func:`~rnnbook.learning_dynamics.theory.feedforward_b` (thick dashed, where it is below 0.5)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 4))
     for i, T in enumerate(f10["T"]):
         ax.plot(f10["ratio"], f10["b"][i], "o", ms=6, mfc="none", color=f"C{i}", label=f"T={T}: GD")
         ax.plot(f10["fine"], f10["b_star"][i], "-", lw=1, color=f"C{i}")
         r = f10["fine"][f10["fine"] <= (int(T) - 1) / 4]  # there the branch is <= 0.5
-        ax.plot(r, ld.feedforward_b(r, int(T)), "--", color=f"C{i}", lw=3, alpha=0.6, zorder=5)
+        ax.plot(r, theory.feedforward_b(r, int(T)), "--", color=f"C{i}", lw=3, alpha=0.6, zorder=5)
     ax.plot([], [], "-k", lw=1, label="global minimiser")
     ax.plot([], [], "--k", lw=3, alpha=0.6, label="feedforward branch")
     for x in (0.3, 3):
@@ -204,10 +206,10 @@ def plot_e1(Ts=(5, 10, 20, 50)):
     b = np.linspace(0, 0.98, 300)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     for i, T in enumerate(Ts):
-        gn, reg, _, _ = ld.curvature(b, T)
+        gn, reg, _, _ = theory.curvature(b, T)
         axes[0].plot(b, gn, color=f"C{i}", label=f"T={T}")
         axes[1].plot(b, reg, color=f"C{i}", label=f"T={T}")
-    _, _, gl, rl = ld.curvature(b, 2)
+    _, _, gl, rl = theory.curvature(b, 2)
     axes[0].plot(b, gl, "--k", label="$(1+b^2)/(1-b^2)^3$")
     axes[1].plot(b, rl, "--k", label="$1/(1-b^2)$")
     axes[0].set(yscale="log", xlabel="$b$", ylabel="$\\sum_k k^2 b^{2(k-1)}$",

@@ -1,7 +1,9 @@
-"""Figures of the extrapolation chapter (Cohen-Karlik et al. 2023): F1–F6, E1.
+"""Figures of the extrapolation chapter (Cohen-Karlik et al., ICLR 2023): F1-F6, E1.
 
 Named functions returning a matplotlib Figure; the computations they draw live in
-:mod:`rnnbook.extrapolation`.
+:mod:`rnnbook.extrapolation.theory`, :mod:`~rnnbook.extrapolation.train` and
+:mod:`~rnnbook.extrapolation.experiments`. Presentation only: the results cache's version leaves
+this module out, so a change here keeps finished runs.
 """
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rnnbook import extrapolation as ex
+from rnnbook.extrapolation import experiments, theory, train
+
 
 EPS_CLIP = 1e3  # plots clip eps here; the stored values are the true ones
 
@@ -30,7 +33,7 @@ def plot_transition(rows: Sequence[dict], gate: float, title: str, tol: float):
     for i, (dh, d) in enumerate(groups):
         color = f"C{i % 8}"
         shift = 0.08 * (i - (len(groups) - 1) / 2)
-        sub = ex.select(rows, d_hat=dh, d=d)
+        sub = experiments.select(rows, d_hat=dh, d=d)
         ks = sorted({r["k"] for r in sub})
         x = np.array(ks) + shift
         eps = [np.clip([r["eps"] for r in sub if r["k"] == k], 1e-6, EPS_CLIP) for k in ks]
@@ -38,7 +41,7 @@ def plot_transition(rows: Sequence[dict], gate: float, title: str, tol: float):
         lo, hi = med - [e.min() for e in eps], [e.max() for e in eps] - med
         label = f"$\\hat d={dh}$" + (f", $d={d}$" if len({g[1] for g in groups}) > 1 else "")
         ax.errorbar(x, med, yerr=[lo, hi], color=color, capsize=3, label=label)
-        done = np.array([all(ex.converged(r, gate) for r in sub if r["k"] == k) for k in ks])
+        done = np.array([all(experiments.converged(r, gate) for r in sub if r["k"] == k) for k in ks])
         ax.scatter(x[done], med[done], color=color, zorder=3)
         ax.scatter(x[~done], med[~done], facecolors="white", edgecolors=color, zorder=3)
         hollow |= bool((~done).any())
@@ -66,11 +69,11 @@ def plot_prop3(lam: Sequence[float], w: Sequence[float], k: int, h_gd: np.ndarra
     import matplotlib.pyplot as plt
 
     n = min(n, len(h_gd)) if h_gd is not None else n
-    A, B, C, _ = ex.prop3_student(lam, w, k, alpha)
-    h3 = ex.impulse_response(A[None], B[None], C[None], n)[0].numpy()
+    A, B, C, _ = theory.prop3_student(lam, w, k, alpha)
+    h3 = theory.impulse_response(A[None], B[None], C[None], n)[0].numpy()
     fig, ax = plt.subplots()
     j = np.arange(n)
-    ax.plot(j, ex.teacher_impulse(lam, w, n).numpy(), "k-", label="teacher $\\hat h_j$")
+    ax.plot(j, theory.teacher_impulse(lam, w, n).numpy(), "k-", label="teacher $\\hat h_j$")
     if h_gd is not None:
         ax.plot(j, h_gd[:n], "o", mfc="none", ms=9, label="GD student")
     ax.plot(j, h3, "s-", ms=4, label=f"Prop. 3 construction ($\\alpha={alpha:g}$)")
@@ -86,16 +89,16 @@ def plot_convergence(rows: Sequence[dict], example: dict):
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(8.2, 4.2))
     for i, variant in enumerate(sorted({r["variant"] for r in rows})):
-        sub = ex.select(rows, variant=variant)
+        sub = experiments.select(rows, variant=variant)
         a.scatter([r["loss"] for r in sub], [r["eps"] for r in sub], color=f"C{i}",
-                  label=ex.VARIANTS[variant], alpha=0.8)
+                  label=train.VARIANTS[variant], alpha=0.8)
     a.set(xscale="log", yscale="log", xlabel="final loss $L$", ylabel=r"$\epsilon_q$ at the end",
           title="(a) runs with $k>2\\hat d$")
     a.legend()
     b.plot(example["ck_steps"], example["ck_loss"], "o-", label="loss $L$")
     b.plot(example["ck_steps"], example["ck_eps"], "s-", label=r"$\epsilon_q$")
     b.set(xscale="log", yscale="log", xlabel="GD step", ylabel="value at checkpoint",
-          title=f"(b) $\\hat d={example['d_hat']}$, $k={example['k']}$, {ex.VARIANTS[example['variant']]}")
+          title=f"(b) $\\hat d={example['d_hat']}$, $k={example['k']}$, {train.VARIANTS[example['variant']]}")
     b.legend()
     return fig
 
@@ -132,7 +135,7 @@ def plot_spectra(rows: Sequence[dict], lam: Sequence[float], w: Sequence[float])
     for ax in axes[len(rows):]:
         ax.remove()
     for ax, r in zip(axes, rows):
-        mu, wts = ex.spectrum(r["A"], r["B"], r["C"])
+        mu, wts = theory.spectrum(r["A"], r["B"], r["C"])
         ax.stem(mu, wts, linefmt="C1-", markerfmt="C1s", basefmt=" ", label="student")
         t = ax.stem(lam, w, linefmt="k:", markerfmt="ko", basefmt=" ", label="teacher")
         t.markerline.set(markerfacecolor="none", markersize=11)
@@ -152,7 +155,7 @@ def plot_gru(res: dict[str, np.ndarray]):
     fig, axes = plt.subplots(1, 2, figsize=(8.2, 4.6))
     ks = np.unique(res["k"])
     for ax, kind in zip(axes, ("rel_mse", "beyond")):
-        for i, L in enumerate(ex.GRU_LENGTHS):
+        for i, L in enumerate(experiments.GRU_LENGTHS):
             y = res[f"{kind}_{L}"]
             ax.scatter(res["k"] + 0.1 * (i - 0.5), y, s=12, color=f"C{i}", alpha=0.5)
             ax.plot(ks, [np.median(y[res["k"] == k]) for k in ks], "o-", color=f"C{i}",

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+
 SUB_RHO0 = (0.332, 0.0431)  # spec §8: weights of the white and the slow component
 SUB_RHO = (0.0, 0.997)  # their lag-1 correlations
 NORMS = ("none", "layer", "batch")

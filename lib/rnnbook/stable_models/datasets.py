@@ -18,6 +18,7 @@ import torch.nn.functional as F
 
 from rnnbook.data import fetch
 
+
 SPLITS = ("train", "valid", "test")
 DataDir = str | os.PathLike | None
 

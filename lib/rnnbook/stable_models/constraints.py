@@ -1,15 +1,15 @@
-"""Stable recurrent models (Miller & Hardt, ICLR 2019): the stable set and the projections onto it.
+"""The stable set and the projections onto it (Miller & Hardt, ICLR 2019, Def. 1, Prop. 2, App. C).
 
-Serves the chapter "stable_models" (spec §3). A recurrent model :math:`h_t = \\phi_w(h_{t-1}, x_t)`
-is *stable* when :math:`\\phi_w` contracts in :math:`h` (Def. 1). For the tanh RNN
-:math:`h_t = \\tanh(Wh_{t-1} + Ux_t + b)` a sufficient condition is :math:`\\|W\\|_2 < 1`; projected
-SGD keeps :math:`W` in :math:`\\{\\|W\\|_2 \\le 1\\}` after every step (App. C). For the LSTM, the
-sufficient :math:`\\ell_\\infty` conditions of Prop. 2 become row-sum bounds on each recurrent block
-(and on the forget gate's input block :math:`U_f`), enforced by rescaling rows.
+Serves the chapter "stable_models" (spec §3). For the tanh RNN :math:`h_t = \\tanh(Wh_{t-1} + Ux_t + b)`
+a sufficient condition for stability is :math:`\\|W\\|_2 < 1`; projected SGD keeps :math:`W` in
+:math:`\\{\\|W\\|_2 \\le 1\\}` after every step (App. C). For the LSTM, the sufficient :math:`\\ell_\\infty`
+conditions of Prop. 2 become row-sum bounds on each recurrent block (and on the forget gate's input
+block :math:`U_f`), enforced by rescaling rows. Also the depth-k truncated forward pass (§3.1).
 """
 from __future__ import annotations
 
 import torch
+
 
 # Row-sum bounds c of the stable LSTM (spec §3), per gate of PyTorch's (i, f, g=z, o) layout.
 LSTM_W_BOUNDS = {"i": 0.395, "f": 0.155, "z": 0.099, "o": 0.395}

@@ -1,6 +1,8 @@
-"""Full linear RNNs of the learning-dynamics chapter (Proca et al., ICML 2025): the aligned network
-behind the mode equations (K1), the neural tangent kernel (F6, C7) and the sensory-integration task
-(F7, F8; C8, C9). The scalar mode equations are in :mod:`rnnbook.learning_dynamics`.
+"""Full linear RNNs of the learning-dynamics chapter (Proca et al., ICML 2025).
+
+The aligned network behind the mode equations (K1), the neural tangent kernel (F6, C7) and the
+sensory-integration task (F7, F8; C8, C9). The scalar mode equations are in
+:mod:`rnnbook.learning_dynamics.theory`.
 
 Network (§2): :math:`h_{t+1}=W_hh_t+W_xx_t`, :math:`h_1=0`, :math:`\\hat y_T=W_yh_{T+1}`. Float64
 torch, batched over configurations with a leading axis.
@@ -9,17 +11,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from rnnbook import claims
-from rnnbook import learning_dynamics as ld
-from rnnbook import learning_dynamics_plots as ldp
+from rnnbook.learning_dynamics import theory
 
-if TYPE_CHECKING:
-    from rnnbook.run import Run
 
 DTYPE = torch.float64
 
@@ -68,7 +66,7 @@ def modes_of(Wx, Wh, Wy, U, V, R):
 def k1_check(T: int = 4, N: int = 3, lr: float = 0.05, seed: int = 0) -> dict:
     """K1: one GD step of the aligned network on :math:`L=\\frac1{2PN_y}\\sum_p\\lVert y_{p,T}-\\hat
     y_{p,T}\\rVert^2` (autograd) equals one Euler step of eqs. 5-7 with :math:`\\tau=PN_y/\\eta`
-    (:func:`rnnbook.learning_dynamics.mode_grads`). Returns the relative difference of the modes
+    (:func:`rnnbook.learning_dynamics.theory.mode_grads`). Returns the relative difference of the modes
     and the largest off-diagonal entry after the step."""
     rng = np.random.default_rng(seed)
     P = 2 * T * N
@@ -83,7 +81,7 @@ def k1_check(T: int = 4, N: int = 3, lr: float = 0.05, seed: int = 0) -> dict:
     W1 = [(w - lr * w.grad).detach().numpy() for w in W]
     (a1, b1, c1), off = modes_of(*W1, U, V, R)
     tau = P * N / lr
-    _, ga, gb, gc = ld.mode_grads(a, b, c, S.T, ld.powers(T))
+    _, ga, gb, gc = theory.mode_grads(a, b, c, S.T, theory.powers(T))
     euler = np.concatenate([a - ga / tau, b - gb / tau, c - gc / tau])
     net = np.concatenate([a1, b1, c1])
     start = np.concatenate([a, b, c])
@@ -451,76 +449,3 @@ def stability_check(sens: dict, tail: int = 20, lam: np.ndarray | None = None) -
     out["verdict"] = ("inconclusive" if not converged else "not reproduced" if not out["passed"] else
                       "reproduced" if ea["spread"] >= 0.2 and out["grad_h early/late"] >= 10 else "partly")
     return out
-
-
-# ----------------------------------------------------------------------------- chapter sections
-def f6_figure(run: Run, S: ld.Settings) -> dict[str, np.ndarray]:
-    """F6 / C7 (§3.5, Figs. 5, A6): the kernel distances of :func:`ntk_by_T` over the profile's T, σ
-    and seeds, through the results cache (``F6``), and the figure; the full profile adds the panels
-    of Figs. A5 and A7 (:func:`a5_a7_figure`). Returns the sweep."""
-    Ts, sigmas, seeds = S.f6
-    seeds = [s + run.seed for s in seeds]
-    ntk = ntk_by_T(run.cache, "F6", Ts, sigmas, seeds, progress=run.progress)
-    run.save_figure(ldp.plot_f6(ntk), "F6",
-                    f"Kernel distance {{eq}}`ld-ntk` after training against $T$ and the initial scale "
-                    f"$\\sigma$, aligned (left) and unaligned (right) initialisation, mean over "
-                    f"{len(seeds)} seed(s); white: at least one seed did not converge. Numbers: D. The aligned network with "
-                    "$\\sigma = 1$ starts at the solution ($a = b = c = 1$) and does not move.")
-    if S.full:
-        a5_a7_figure(run, Ts, sigmas, seeds, S.a5_hidden)
-    return ntk
-
-
-def a5_a7_figure(run: Run, Ts: Sequence[int], sigmas: Sequence[float], seeds: Sequence[int],
-                 N_h: int = 300) -> None:
-    """F6, full profile (Figs. A5, A7): unaligned networks with ``N_h`` hidden units (the paper's
-    300; on the run's GPU, if any) and aligned networks with separate initial b = σ_b and a = c = σ
-    at T = 2 and 6, through the results cache (``F6-A5``, ``F6-A7``), in one figure."""
-    dev = None if run.device.type == "cpu" else run.device
-    wide = ntk_by_T(run.cache, "F6-A5", Ts, sigmas, seeds, N_h=N_h, inits=("unaligned",), device=dev,
-                    progress=run.progress)
-    sep = ntk_by_T(run.cache, "F6-A7", [2, 6], sigmas[:5], seeds, inits=("aligned",), sigma_b=sigmas[:5],
-                   progress=run.progress)
-    run.save_figure(ldp.plot_f6_extra(wide, sep), "F6-A5-A7",
-                    f"Kernel distance, full profile. Top left (Fig. A5): unaligned networks with $N_h = {N_h}$ "
-                    "hidden units against $T$ and $\\sigma$. Other panels (Fig. A7): aligned networks with "
-                    "initial $b = \\sigma_b$ and $a = c = \\sigma$, at T = 2 and 6. White: not converged.")
-
-
-def f7_sensory(run: Run, S: ld.Settings) -> dict[int, dict]:
-    """F7 / C8 (§3.6, Fig. 6): the sum and mean networks of the sensory task (:func:`train_sensory`,
-    rates :attr:`~rnnbook.learning_dynamics.Settings.f7_lr` and T times it) for each N_h of the
-    profile, tested at T_test = 1..3T, through the results cache (``F7-Nh{N_h}``), one figure each.
-    Returns :func:`sensory_check` per N_h."""
-    T_test = list(range(1, 3 * S.T + 1))
-    seeds = [s + run.seed for s in S.sensory_seeds]
-    lr, steps = S.f7_lr, S.sensory_steps
-    c8 = {}
-    for N_h in S.sensory_hidden:
-        sens = run.cache.cached(f"F7-Nh{N_h}", {"T": S.T, "seeds": seeds, "init": S.init_scale, "N_h": N_h,
-                                               "T_test": T_test, "steps": steps, "lr": lr},
-                                lambda: train_sensory(["sum", "mean"], S.T, seeds, N_h=N_h, init_scale=S.init_scale,
-                                                      steps=steps, T_test=T_test, lr={"sum": lr, "mean": lr * S.T}))
-        run.save_figure(ldp.plot_f7(sens), "F7" if N_h == 4 else f"F7-Nh{N_h}",
-                        f"Sensory task (centred inputs), T = {S.T}, $N_h$ = {N_h}, first seed: singular values "
-                        "of $W_h$ (solid) and $W_yW_x$ (dashed) during GD, with the theory's 1 and $1/T$ "
-                        "(dotted), for the sum (left) and mean (middle) targets; right: relative MSE at other "
-                        "lengths $T_\\mathrm{test}$ (median over seeds; the training length is dashed).")
-        c8[N_h] = sensory_check(sens)
-    return c8
-
-
-def f8_stability(run: Run, S: ld.Settings) -> dict:
-    """F8 / C9 (App. L, Fig. A8): late against early importance on the sensory inputs
-    (:func:`train_sensory` at rate :attr:`~rnnbook.learning_dynamics.Settings.f8_lr`), through the
-    results cache (``F8``), and the figure. Returns :func:`stability_check`."""
-    seeds = [s + run.seed for s in S.sensory_seeds]
-    lr, steps = S.f8_lr, S.sensory_steps
-    stab = run.cache.cached("F8", {"T": S.T, "seeds": seeds, "init": S.init_scale, "steps": steps, "lr": lr},
-                            lambda: train_sensory(["late", "early"], S.T, seeds, init_scale=S.init_scale, lr=lr,
-                                                  steps=steps))
-    run.save_figure(ldp.plot_f8(stab), "F8",
-                    f"Late ($y_T = 0.1\\sum_t t\\,x_t$) against early ($y_T = \\sum_t x_t/t$) importance, "
-                    f"T = {S.T}, plain GD at rate {lr:g}, first seed: singular values of $W_h$ (left) and "
-                    "gradient norms (right; solid: hidden state, dotted: recurrent weights).")
-    return stability_check(stab)

@@ -1,0 +1,261 @@
+"""Hessians and parametrisations of the curse-of-memory chapter (Zucchet & Orvieto, NeurIPS 2024).
+
+K7 (``block_H`` of ``figures/effect_shrink_eigvals.ipynb``: the Hessian of a complex diagonal network
+at the optimum over its eigenvalues), F10 (Fig. 10, the theory Hessian for several phase ranges θ0),
+F7 (Fig. 6, the loss and its curvature under the polar, exp and "optimal" parametrisations), K9 (the
+Hessians of F5 and claim C6, with their eigenvectors' participation ratio) and F8 (learning the phase
+θ, claim C12). float64 throughout.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from rnnbook.curse_of_memory.models import ModelSpec, kernel
+from rnnbook.curse_of_memory.theory import CDTYPE, DTYPE, S, ar1_inputs, f_corr, gamma_loss_1d, loss_1d
+
+
+# ============================================================================ K7
+def block_H(lam: np.ndarray, b: np.ndarray, c: np.ndarray, rho: float) -> np.ndarray:
+    """K7, Eq. cm-blockH: Hessian at the optimum of :math:`\\tfrac12E[(y-y^*)^2]`,
+    :math:`y=\\mathrm{Re}\\sum_ic_ib_ih(\\lambda_i)`, over :math:`(\\lambda_{re,i},\\lambda_{im,i})`
+    (interleaved, 2n x 2n): with :math:`A=b_ib_jc_ic_jS(\\lambda_i,\\lambda_j)`,
+    :math:`B=b_i\\bar b_jc_i\\bar c_jS(\\lambda_i,\\bar\\lambda_j)`, the (i, j) block is
+    :math:`\\tfrac12\\begin{psmallmatrix}\\mathrm{Re}(A+B)&\\mathrm{Im}(B-A)\\\\-\\mathrm{Im}(A+B)&\\mathrm{Re}(B-A)\\end{psmallmatrix}`."""
+    w = b * c
+    li, lj = lam[:, None], lam[None, :]
+    A = w[:, None] * w[None, :] * S(li, lj, rho)
+    B = w[:, None] * np.conj(w)[None, :] * S(li, np.conj(lj), rho)
+    blk = 0.5 * np.stack([np.stack([(A + B).real, (B - A).imag], -1),
+                          np.stack([-(A + B).imag, (B - A).real], -1)], -2)  # (n, n, 2, 2)
+    n = len(lam)
+    return blk.transpose(0, 2, 1, 3).reshape(2 * n, 2 * n)
+
+
+def population_loss(theta: torch.Tensor, lam_star: torch.Tensor, w: torch.Tensor, rho: float) -> torch.Tensor:
+    """K7's loss in closed form: :math:`\\tfrac12E[(y(\\lambda)-y(\\lambda^*))^2]` for real inputs of
+    autocorrelation :math:`\\rho^{|\\Delta|}`, through :math:`E[\\mathrm{Re}\\,u\\,\\mathrm{Re}\\,v] =
+    \\tfrac12\\mathrm{Re}(E[uv]+E[u\\bar v])` and :math:`E[h(\\lambda)h(\\mu)] = f(\\lambda,\\mu)` (Eq. cm-f);
+    ``theta`` = interleaved :math:`(\\lambda_{re},\\lambda_{im})`."""
+    lam = torch.complex(theta[0::2], theta[1::2])
+
+    def Q(l1, l2):
+        a, b = l1[:, None], l2[None, :]
+        return 0.5 * (w[:, None] * w[None, :] * f_corr(a, b, rho)
+                      + w[:, None] * w.conj()[None, :] * f_corr(a, b.conj(), rho)).real.sum()
+
+    return 0.5 * (Q(lam, lam) - 2 * Q(lam, lam_star) + Q(lam_star, lam_star))
+
+
+def block_H_check(seed: int = 0, n: int = 4, rho: float = 0.5, seqs: int = 8192) -> dict:
+    """K7: :func:`block_H` against the autograd Hessian of :func:`population_loss` at the optimum
+    (relative Frobenius error, 1e-10) and against a Monte-Carlo Gauss-Newton matrix
+    :math:`E[JJ^\\top]` (``seqs`` AR(1) sequences, the sensitivities :math:`d_t=h_{t-1}+\\lambda d_{t-1}`;
+    5%), for n modes with :math:`|\\lambda|\\le.9`."""
+    from scipy.signal import lfilter
+    rng = np.random.default_rng(seed)
+    lam = 0.9 * np.sqrt(rng.uniform(size=n)) * np.exp(1j * rng.uniform(-np.pi, np.pi, n))
+    b = (rng.normal(size=n) + 1j * rng.normal(size=n)) / math.sqrt(2)
+    c = (rng.normal(size=n) + 1j * rng.normal(size=n)) / math.sqrt(2)
+    H = block_H(lam, b, c, rho)
+    th = torch.tensor(np.stack([lam.real, lam.imag], 1).ravel())
+    w = torch.tensor(b * c)
+    H_auto = torch.autograd.functional.hessian(
+        lambda t: population_loss(t, torch.tensor(lam), w, rho), th).numpy()
+    L = int(math.ceil(20 / (1 - 0.9)))
+    x = ar1_inputs(seqs, L, rho, torch.Generator().manual_seed(seed))
+    J = []
+    for i in range(n):
+        h = lfilter([1.0], [1.0, -lam[i]], x.astype(complex), axis=1)
+        d = lfilter([0.0, 1.0], [1.0, -lam[i]], h, axis=1)[:, -1] * b[i] * c[i]
+        J += [d.real, -d.imag]  # dy/dlam_re = Re(w d), dy/dlam_im = Re(i w d)
+    J = np.stack(J, 1)
+    H_mc = J.T @ J / seqs
+    fro = lambda a, ref: float(np.linalg.norm(a - ref) / np.linalg.norm(ref))  # noqa: E731
+    return {"autograd rel. err": fro(H, H_auto), "MC rel. err": fro(H, H_mc),
+            "passed": fro(H, H_auto) <= 1e-10 and fro(H, H_mc) <= 0.05}
+
+
+def theory_hessian(theta0: float, seed: int, n: int = 10, nu0: float = 0.99, rho: float = 0.99
+                   ) -> np.ndarray:
+    """F10 (Fig. 10): :func:`block_H` of n modes initialised as the LRU (:math:`\\nu\\in[\\nu_0,1)`,
+    θ ~ U[-θ0, θ0]) with :math:`b, c\\sim\\mathcal{CN}(0,1)`, at input correlation ρ."""
+    rng = np.random.default_rng(seed)
+    nu = np.sqrt(rng.uniform(size=n) * (1 - nu0 ** 2) + nu0 ** 2)
+    lam = nu * np.exp(1j * rng.uniform(-theta0, theta0, n))
+    b = (rng.normal(size=n) + 1j * rng.normal(size=n)) / math.sqrt(2)
+    c = (rng.normal(size=n) + 1j * rng.normal(size=n)) / math.sqrt(2)
+    return block_H(lam, b, c, rho)
+
+
+# ============================================================================ F7
+def param_lambda(name: str, w_nu: torch.Tensor, w_theta: torch.Tensor) -> torch.Tensor:
+    """F7 (Fig. 6) parametrisations of one complex mode: polar :math:`\\omega_\\nu e^{i\\omega_\\theta}`;
+    exp :math:`\\exp(-e^{\\omega_\\nu}+ie^{\\omega_\\theta})` (the LRU's); opt :math:`\\nu=\\tanh\\omega_\\nu`,
+    :math:`\\theta=\\frac{1-\\nu^2}{\\nu\\sqrt{1+\\nu^2}}\\omega_\\theta` (spec §5)."""
+    if name == "polar":
+        return torch.polar(w_nu, w_theta)
+    if name == "exp":
+        return torch.exp(torch.complex(-torch.exp(w_nu), torch.exp(w_theta)))
+    nu = torch.tanh(w_nu)
+    return torch.polar(nu, (1 - nu ** 2) / (nu * torch.sqrt(1 + nu ** 2)) * w_theta)
+
+
+def omega_of(name: str, nu: float, theta: float) -> tuple[float, float]:
+    """The inverse of :func:`param_lambda`: (ω_ν, ω_θ) of λ = ν e^{iθ}."""
+    if name == "polar":
+        return nu, theta
+    if name == "exp":
+        return math.log(-math.log(nu)), math.log(theta)
+    return math.atanh(nu), theta * nu * math.sqrt(1 + nu ** 2) / (1 - nu ** 2)
+
+
+def f7_curvatures(nus: np.ndarray, theta_star: float = math.pi / 4) -> dict[str, np.ndarray]:
+    """F7: diagonal of the Hessian of the γ-loss (K5 with normalisation, σ = 1) in
+    :math:`(\\omega_\\nu,\\omega_\\theta)` at the optimum :math:`\\lambda^*=\\nu^*e^{i\\theta^*}`, for each
+    parametrisation and each :math:`\\nu^*` in ``nus``: (len(nus), 2) per name."""
+    out = {}
+    for name in ("polar", "exp", "opt"):
+        rows = []
+        for nu in nus:
+            ls = torch.tensor(complex(nu * np.exp(1j * theta_star)))
+            w0 = torch.tensor(omega_of(name, float(nu), theta_star), dtype=torch.float64)
+            H = torch.autograd.functional.hessian(
+                lambda w: gamma_loss_1d(param_lambda(name, w[0], w[1]), ls), w0)
+            rows.append(torch.diagonal(H).numpy())
+        out[name] = np.array(rows)
+    return out
+
+
+def f7_slices(name: str, nu_star: float, theta_star: float, span: float = 1.0, points: int = 201
+              ) -> dict[str, np.ndarray]:
+    """F7: the γ-loss along ω_ν (ω_θ at its optimum) and along ω_θ (ω_ν at its optimum), offsets
+    in [-span, span] around the optimum."""
+    w_nu, w_th = omega_of(name, nu_star, theta_star)
+    ls = torch.tensor(complex(nu_star * np.exp(1j * theta_star)))
+    off = torch.linspace(-span, span, points, dtype=torch.float64)
+    f = lambda a, b: gamma_loss_1d(param_lambda(name, a, b), ls).numpy()  # noqa: E731
+    nu_axis = torch.clamp(w_nu + off, max=0.999999) if name == "polar" else w_nu + off
+    return {"offset": off.numpy(), "nu": f(nu_axis, torch.full_like(off, w_th)),
+            "theta": f(torch.full_like(off, w_nu), w_th + off)}
+
+
+def ipr(vecs: np.ndarray) -> np.ndarray:
+    """C6: inverse participation ratio :math:`\\sum_iv_i^4` of unit eigenvectors (columns)."""
+    v = vecs / np.linalg.norm(vecs, axis=0, keepdims=True)
+    return (v ** 4).sum(0)
+
+
+# ============================================================================ K9: Hessians (F5, C6)
+def small_teacher(seed: int) -> dict[str, np.ndarray]:
+    """F5 teacher (spec §5): 2 conjugate pairs, :math:`|\\lambda|\\sim U[.99,.993]`, phases U[0, π]
+    (our choice), :math:`A=\\mathrm{Re}(U^{-1}\\mathrm{diag}(\\lambda)U)` with U two random complex rows
+    and their conjugates; B, D ~ N(0,1), C ~ N(0, 1/4). float64 numpy."""
+    rng = np.random.default_rng(seed)
+    nu = rng.uniform(0.99, 0.993, 2)
+    th = rng.uniform(0, np.pi, 2)
+    lam = nu * np.exp(1j * th)
+    lam = np.concatenate([lam, lam.conj()])
+    U = rng.normal(size=(2, 4)) + 1j * rng.normal(size=(2, 4))
+    U = np.concatenate([U, U.conj()])
+    A = (np.linalg.inv(U) @ np.diag(lam) @ U).real
+    return {"A": A, "B": rng.normal(size=4), "C": rng.normal(size=4) / 2, "D": rng.normal()}
+
+
+def population_loss_terms(K: torch.Tensor, D, K_star: torch.Tensor, D_star) -> torch.Tensor:
+    """Population loss for white unit inputs (T -> inf): :math:`\\tfrac12[\\sum_k(K_k-K^*_k)^2 + (D-D^*)^2 + 2(K_0-K_0^*)(D-D^*)]`
+    = :math:`\\tfrac12\\sum_k(\\tilde K_k-\\tilde K^*_k)^2` with :math:`\\tilde K_0 = K_0 + D`."""
+    dK = K - K_star
+    dK = torch.cat([dK[:1] + (D - D_star), dK[1:]])
+    return 0.5 * (dK ** 2).sum()
+
+
+def hessians(teach: dict[str, np.ndarray], terms: int) -> dict[str, np.ndarray]:
+    """K9: autograd Hessians of the population loss at the optimum of the teacher, for a dense
+    student equal to the teacher (A, B, C, D: 25 parameters) and a complex-diagonal student from
+    its eigendecomposition (λ_re, λ_im, B_re, B_im, C_re, C_im, D: 25 parameters), float64."""
+    A, B, C, D = (torch.tensor(teach[k], dtype=DTYPE) for k in "ABCD")
+    dense = ModelSpec("dense", "dense", 4)
+    K_star = kernel(dense, {"A": A[None, None], "B": B[None], "C": C[None]}, terms)[0]
+
+    def f_dense(theta):
+        A_, B_, C_, D_ = theta[:16].reshape(4, 4), theta[16:20], theta[20:24], theta[24]
+        K = kernel(dense, {"A": A_[None, None], "B": B_[None], "C": C_[None]}, terms)[0]
+        return population_loss_terms(K, D_, K_star, D)
+
+    th_dense = torch.cat([A.flatten(), B, C, D[None]])
+    lam, V = np.linalg.eig(teach["A"])
+    b = np.linalg.solve(V, teach["B"])
+    c = teach["C"] @ V
+    cdiag = ModelSpec("cdiag", "diag", 4, param="default", gamma="none")
+
+    def f_diag(theta):
+        p = {"l1": theta[0:4][None], "l2": theta[4:8][None], "B_re": theta[8:12][None],
+             "B_im": theta[12:16][None], "C_re": theta[16:20][None], "C_im": theta[20:24][None]}
+        K = kernel(cdiag, p, terms)[0]
+        return population_loss_terms(K, theta[24], K_star, D)
+
+    th_diag = torch.tensor(np.concatenate([lam.real, lam.imag, b.real, b.imag, c.real, c.imag,
+                                           [teach["D"]]]), dtype=DTYPE)
+    out = {}
+    for name, f, th in (("dense", f_dense, th_dense), ("cdiag", f_diag, th_diag)):
+        H = torch.autograd.functional.hessian(f, th).numpy()
+        w, v = np.linalg.eigh(H)
+        order = np.argsort(-np.abs(w))
+        out[f"H_{name}"], out[f"eig_{name}"], out[f"vec_{name}"] = H, w[order], v[:, order]
+        out[f"loss_{name}"] = float(f(th))
+    return out
+
+
+def hessian_check(h: dict[str, np.ndarray]) -> dict:
+    """C6: both Hessians have 2n+1 = 9 non-null eigenvalues (|eig_9|/|eig_10| >= 1e4) and the diagonal
+    student's top-4 eigenvectors are more concentrated (mean IPR ratio c-diag / dense >= 1.3:
+    reproduced; in (1, 1.3): partly; <= 1, the spec's fail line: not reproduced)."""
+    gaps = {n: float(abs(h[f"eig_{n}"][8]) / max(abs(h[f"eig_{n}"][9]), 1e-300))
+            for n in ("dense", "cdiag")}
+    iprs = {n: float(ipr(h[f"vec_{n}"][:, :4]).mean()) for n in ("dense", "cdiag")}
+    ratio = iprs["cdiag"] / iprs["dense"]
+    spectra = min(gaps.values()) >= 1e4
+    verdict = "reproduced" if spectra and ratio >= 1.3 else "partly" if spectra and ratio > 1 \
+        else "not reproduced"
+    return {"eig9/eig10": gaps, "IPR top-4": iprs, "IPR ratio": ratio,
+            "passed": verdict != "not reproduced", "verdict": verdict}
+
+
+# ============================================================================ F8: learning θ (C12)
+def angle_param(polar: torch.Tensor, w_nu: torch.Tensor, w_theta: torch.Tensor) -> torch.Tensor:
+    """Fig. 7 parametrisations (spec §9), per run: polar :math:`\\tanh(\\omega_\\nu)e^{i\\omega_\\theta}`
+    where ``polar`` is True, exp :math:`\\tanh(\\omega_\\nu)e^{ie^{\\omega_\\theta}}` elsewhere."""
+    return torch.polar(torch.tanh(w_nu), torch.where(polar, w_theta, torch.exp(w_theta)))
+
+
+def learn_theta(names: Sequence[str], adams: Sequence[bool], steps: int, lr: float = 1e-3,
+                lam_star=0.99 * np.exp(1j * np.pi / 100), lam0=0.99 * np.exp(1j * np.pi / 4)
+                ) -> dict[str, np.ndarray]:
+    """F8: Adam on the 1-D loss (K5, μ = 0, σ = 1) in :math:`(\\omega_\\nu,\\omega_\\theta)` from λ0 to λ*,
+    one run per (``names[i]`` in polar / exp, ``adams[i]``), all runs batched. ``adams[i] = False``
+    reproduces ``figures/learn_theta.ipynb``, whose ``step`` discards the Adam state, so that every
+    update is Adam's first step :math:`\\eta g/(|g|+\\epsilon)` (sign descent). Returns the losses
+    (runs, steps) and the trajectories (runs, steps, 2)."""
+    polar = torch.tensor([n == "polar" for n in names])
+    adam = torch.tensor(list(adams))[:, None]
+    w_th0 = torch.where(polar, torch.tensor(float(np.angle(lam0)), dtype=DTYPE),
+                        torch.tensor(math.log(np.angle(lam0)), dtype=DTYPE))
+    w = torch.stack([torch.full_like(w_th0, math.atanh(abs(lam0))), w_th0], -1).requires_grad_()
+    ls = torch.tensor(lam_star, dtype=CDTYPE)
+    m, v = torch.zeros_like(w), torch.zeros_like(w)
+    R = len(names)
+    losses, traj = np.zeros((R, steps)), np.zeros((R, steps, 2))
+    for k in range(1, steps + 1):
+        L = loss_1d(angle_param(polar, w[:, 0], w[:, 1]), ls)
+        g, = torch.autograd.grad(L.sum(), w)
+        losses[:, k - 1], traj[:, k - 1] = L.detach().numpy(), w.detach().numpy()
+        with torch.no_grad():
+            m = 0.9 * m + 0.1 * g
+            v = 0.999 * v + 0.001 * g ** 2
+            step_adam = lr * (m / (1 - 0.9 ** k)) / ((v / (1 - 0.999 ** k)).sqrt() + 1e-8)
+            w -= torch.where(adam, step_adam, lr * g / (g.abs() + 1e-8))
+    return {"loss": losses, "traj": traj}

@@ -1,0 +1,379 @@
+"""The curse-of-memory chapter's students, teacher and training (Zucchet & Orvieto, NeurIPS 2024).
+
+Complex diagonal / LRU students :math:`h_t = \\lambda\\odot h_{t-1} + (\\gamma\\odot B)x_t`,
+:math:`y_t = \\mathrm{Re}(Ch_t) + Dx_t` with :math:`\\lambda = \\exp(-e^{\\omega_\\nu} + i e^{\\omega_\\theta})`
+(``exp``), :math:`\\nu e^{i\\theta}` (``polar``) or :math:`\\lambda_{re} + i\\lambda_{im}` (``default``);
+dense (block-diagonal with ``n_heads`` blocks) students :math:`h_t = Ah_{t-1} + Bx_t`,
+:math:`y_t = Ch_t + Dx_t`; the teacher.
+
+Every linear time-invariant student is trained through its causal convolution
+:math:`y_t = \\sum_{k\\le t} K_k x_{t-k} + D x_t` computed by FFT, with all runs (learning rates,
+seeds, nu0) stacked on a leading run axis and a batched Adam (spec §9), whose effective learning
+rates are probed (K6).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from rnnbook.curse_of_memory.theory import DTYPE
+
+if TYPE_CHECKING:
+    from rnnbook.curse_of_memory.experiments import Settings
+
+
+TEACHER_SEED = 42  # spec §3: the teacher is fixed, run seeds vary the student and the data only
+THETA0 = 3.14  # max_phase of the author repository
+
+
+# ============================================================================ K6: Adam probe
+def adam_effective_lr(m: torch.Tensor, v: torch.Tensor, k: int, lr: float | torch.Tensor,
+                      betas=(0.9, 0.999), eps: float = 1e-8) -> torch.Tensor:
+    """K6, Eq. cm-adam: the update Adam would apply to a gradient of ones from state (m, v, step k):
+    :math:`\\eta\\frac{m'/(1-\\beta_1^{k'})}{\\sqrt{v'/(1-\\beta_2^{k'})}+\\epsilon}`, :math:`m'=\\beta_1m+1-\\beta_1`,
+    :math:`v'=\\beta_2v+1-\\beta_2`, :math:`k'=k+1` (``source/train.py``)."""
+    b1, b2 = betas
+    m2, v2, k2 = b1 * m + (1 - b1), b2 * v + (1 - b2), k + 1
+    return lr * (m2 / (1 - b1 ** k2)) / ((v2 / (1 - b2 ** k2)).sqrt() + eps)
+
+
+def group_lr(eff: torch.Tensor) -> float:
+    """K6 aggregate of one parameter group: :math:`10^{\\mathrm{mean}\\log_{10}(\\mathrm{relu(eff)}+10^{-8})}`."""
+    return float(10 ** torch.log10(eff.clamp(min=0) + 1e-8).mean())
+
+
+# ============================================================================ models
+def eig_init(gen: torch.Generator, n: int, nu_min: float, nu_max: float, theta0: float = math.pi,
+             heads: int = 1) -> torch.Tensor:
+    """Dense recurrent matrix init of the repository (``recurrent_matrix_init``), per block:
+    :math:`A_0\\sim\\mathcal N(0,1/n)`, eigenvalue moduli mapped to :math:`\\nu_{min}+(\\nu_{max}-\\nu_{min})\\tanh|l|`,
+    phases scaled by θ0/π, :math:`A=\\mathrm{Re}(V\\mathrm{diag}(l')V^{-1})`. Returns (heads, n, n)."""
+    out = []
+    for _ in range(heads):
+        A0 = torch.randn(n, n, generator=gen, dtype=DTYPE) / math.sqrt(n)
+        l, V = torch.linalg.eig(A0)
+        l2 = (nu_min + (nu_max - nu_min) * torch.tanh(l.abs())) * torch.exp(
+            1j * torch.angle(l) * theta0 / math.pi)
+        out.append((V @ torch.diag(l2) @ torch.linalg.inv(V)).real)
+    return torch.stack(out)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A student (or teacher) architecture. kind "dense": block-diagonal A with ``heads`` blocks of
+    size d/heads ("RNN" = 1 head). kind "diag": complex diagonal with parametrisation ``param``
+    (exp / polar / default) and ``gamma`` (learned / none)."""
+
+    name: str
+    kind: str
+    d: int
+    heads: int = 1
+    param: str = "exp"
+    gamma: str = "learned"
+    theta0: float = THETA0
+
+
+def init_params(spec: ModelSpec, gen: torch.Generator, nu0: float) -> dict[str, torch.Tensor]:
+    """Initial parameters of one student (spec §3): dense students get ν in [0, 1), diagonal ones
+    :math:`\\nu=\\sqrt{U(1-\\nu_0^2)+\\nu_0^2}` (r_min = ν0, r_max = 1), θ = U[-θ0, θ0] mod 2π,
+    :math:`B_{re},B_{im}\\sim\\mathcal N(0,1/d)`, :math:`C_{re},C_{im},D\\sim\\mathcal N(0,1)`."""
+    d = spec.d
+    if spec.kind == "dense":
+        m = d // spec.heads
+        A = eig_init(gen, m, 0.0, 1.0, spec.theta0, spec.heads)
+        B = torch.randn(d, generator=gen, dtype=DTYPE)  # lecun normal, fan-in 1
+        C = torch.randn(d, generator=gen, dtype=DTYPE) / math.sqrt(d)  # fan-in d
+        D = torch.randn((), generator=gen, dtype=DTYPE)
+        return {"A": A, "B": B, "C": C, "D": D}
+    u = torch.rand(d, generator=gen, dtype=DTYPE)
+    nu = torch.sqrt(u * (1 - nu0 ** 2) + nu0 ** 2).clamp(max=1 - 1e-7)
+    theta = torch.remainder((2 * torch.rand(d, generator=gen, dtype=DTYPE) - 1) * spec.theta0,
+                            2 * math.pi).clamp(min=1e-7)
+    if spec.param == "exp":
+        l1, l2 = torch.log(-torch.log(nu)), torch.log(theta)
+    elif spec.param == "polar":
+        l1, l2 = nu, theta
+    else:
+        l1, l2 = nu * torch.cos(theta), nu * torch.sin(theta)
+    p = {"l1": l1, "l2": l2,
+         "B_re": torch.randn(d, generator=gen, dtype=DTYPE) / math.sqrt(d),
+         "B_im": torch.randn(d, generator=gen, dtype=DTYPE) / math.sqrt(d),
+         "C_re": torch.randn(d, generator=gen, dtype=DTYPE),
+         "C_im": torch.randn(d, generator=gen, dtype=DTYPE),
+         "D": torch.randn((), generator=gen, dtype=DTYPE)}
+    if spec.gamma == "learned":
+        g = torch.sqrt(1 - nu ** 2)
+        p["gamma"] = torch.log(g) if spec.param == "exp" else g
+    return p
+
+
+def diag_lambda(spec: ModelSpec, p: dict[str, torch.Tensor]) -> torch.Tensor:
+    """λ of a diagonal student: exp :math:`\\exp(-e^{\\omega_\\nu}+ie^{\\omega_\\theta})`, polar
+    :math:`\\nu e^{i\\theta}`, default :math:`\\lambda_{re}+i\\lambda_{im}` (``l1``, ``l2`` hold the two
+    real parameters)."""
+    if spec.param == "exp":
+        return torch.exp(torch.complex(-torch.exp(p["l1"]), torch.exp(p["l2"])))
+    if spec.param == "polar":
+        return torch.complex(p["l1"] * torch.cos(p["l2"]), p["l1"] * torch.sin(p["l2"]))
+    return torch.complex(p["l1"], p["l2"])
+
+
+def input_weights(spec: ModelSpec, p: dict[str, torch.Tensor]) -> torch.Tensor:
+    """:math:`\\gamma\\odot B` (complex) of a diagonal student."""
+    B = torch.complex(p["B_re"], p["B_im"])
+    if spec.gamma == "learned":
+        g = torch.exp(p["gamma"]) if spec.param == "exp" else p["gamma"]
+        B = g * B
+    return B
+
+
+def kernel(spec: ModelSpec, p: dict[str, torch.Tensor], T: int) -> torch.Tensor:
+    """Impulse response :math:`K_k`, k < T, batched over a leading run axis (Eq. cm-conv).
+    Dense: :math:`K_k = CA^kB` by doubling (:math:`\\log_2T` batched matmuls). Diagonal:
+    :math:`K_k = \\mathrm{Re}\\sum_n C_n\\gamma_nB_n\\lambda_n^k`, the powers also by doubling
+    (cheaper than a complex exponential of :math:`k\\log\\lambda`)."""
+    if spec.kind == "dense":
+        A = p["A"]  # (R, H, m, m)
+        R, H, m, _ = A.shape
+        V = p["B"].reshape(R, H, m, 1)
+        P = A
+        while V.shape[-1] < T:
+            V = torch.cat([V, P @ V], -1)
+            if V.shape[-1] < T:
+                P = P @ P
+        V = V[..., :T]
+        return torch.einsum("rhm,rhmk->rk", p["C"].reshape(R, H, m), V)
+    lam = diag_lambda(spec, p)[..., None]  # (R, d, 1)
+    V = torch.ones_like(lam)
+    while V.shape[-1] < T:
+        V = torch.cat([V, lam * V], -1)
+        if V.shape[-1] < T:
+            lam = lam * lam
+    coef = torch.complex(p["C_re"], p["C_im"]) * input_weights(spec, p)
+    return (coef[..., None] * V[..., :T]).sum(-2).real
+
+
+def causal_conv(x: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
+    """Eq. cm-conv: :math:`y_t=\\sum_{k\\le t}K_kx_{t-k}` = ``irfft(rfft(x,2T)*rfft(K,2T))[:T]``;
+    x (R, batch, T), K (R, T)."""
+    T = x.shape[-1]
+    X = torch.fft.rfft(x, n=2 * T)
+    Kf = torch.fft.rfft(K, n=2 * T)[:, None, :]
+    return torch.fft.irfft(X * Kf, n=2 * T)[..., :T]
+
+
+def predict_fft(spec: ModelSpec, p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    """Outputs :math:`y_t=\\sum_kK_kx_{t-k}+Dx_t` of R stacked students on x (R, batch, T)."""
+    return causal_conv(x, kernel(spec, p, x.shape[-1])) + p["D"][:, None, None] * x
+
+
+def predict_recurrent(spec: ModelSpec, p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    """The same outputs by the step-by-step recurrence (the reference for tests and the bench)."""
+    R, nb, T = x.shape
+    ys = []
+    if spec.kind == "dense":
+        H, m = p["A"].shape[1], p["A"].shape[2]
+        h = x.new_zeros(R, nb, H, m)
+        Bm, Cm = p["B"].reshape(R, 1, H, m), p["C"].reshape(R, 1, H, m)
+        for t in range(T):
+            h = torch.einsum("rhij,rbhj->rbhi", p["A"], h) + Bm * x[:, :, t, None, None]
+            ys.append((h * Cm).sum((-1, -2)))
+    else:
+        lam = diag_lambda(spec, p)[:, None, :]
+        Bg = input_weights(spec, p)[:, None, :]
+        C = torch.complex(p["C_re"], p["C_im"])[:, None, :]
+        h = torch.zeros(R, nb, spec.d, dtype=lam.dtype, device=x.device)
+        for t in range(T):
+            h = lam * h + Bg * x[:, :, t, None]
+            ys.append((C * h).sum(-1).real)
+    return torch.stack(ys, -1) + p["D"][:, None, None] * x
+
+
+def stack_params(ps: Sequence[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    return {k: torch.stack([p[k] for p in ps]) for k in ps[0]}
+
+
+# ---------------------------------------------------------------------------- teachers
+def teacher(nu0: float, d: int = 10, theta0: float = math.pi, seed: int = TEACHER_SEED
+            ) -> dict[str, torch.Tensor]:
+    """The dense teacher (``LinearSystem``, spec §3): d = 10, eigenvalue moduli in [ν0, 1),
+    :math:`B, D\\sim\\mathcal N(0,1)`, :math:`C\\sim\\mathcal N(0,1/10)`; the draw is fixed (seed 42) and
+    only the modulus map depends on ν0."""
+    gen = torch.Generator().manual_seed(seed)
+    A = eig_init(gen, d, nu0, 1.0, theta0)
+    B = torch.randn(d, generator=gen, dtype=DTYPE)
+    C = torch.randn(d, generator=gen, dtype=DTYPE) / math.sqrt(d)
+    D = torch.randn((), generator=gen, dtype=DTYPE)
+    return {"A": A, "B": B, "C": C, "D": D}
+
+
+TEACHER_SPEC = ModelSpec("teacher", "dense", 10)
+
+
+# ---------------------------------------------------------------------------- training
+@dataclass(frozen=True)
+class RunCfg:
+    """One training run: a student ``spec`` on the teacher of ``nu0`` (θ0 ``teacher_theta0``),
+    trained by ``opt`` ("adam", "adamw" with decoupled ``weight_decay``, or "sgd" with
+    ``momentum``; E1)."""
+
+    spec: ModelSpec
+    nu0: float
+    lr: float
+    seed: int
+    teacher_theta0: float = math.pi
+    schedule: str = "cosine"  # or "constant" (the effective-lr probe of F5 follows a constant lr)
+    opt: str = "adam"
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+
+
+def optimizer_step(p: dict, g: dict, st: dict, lr: torch.Tensor, k: int, sgd: torch.Tensor,
+                   momentum: torch.Tensor, wd: torch.Tensor, betas=(0.9, 0.999),
+                   eps: float = 1e-8) -> None:
+    """One step on stacked parameters with per-run (R,) learning rate ``lr``, optimiser
+    (``sgd`` True: SGD with ``momentum``, torch's convention :math:`m\\leftarrow\\mu m+g`,
+    :math:`\\theta\\leftarrow\\theta-\\eta m`; else Adam) and decoupled weight decay ``wd``
+    (AdamW: :math:`\\theta\\leftarrow\\theta(1-\\eta\\,wd)` first). SGD keeps its momentum in Adam's
+    first-moment buffer."""
+    b1, b2 = betas
+    with torch.no_grad():
+        for n, t in p.items():
+            m, v = st[n]
+            shape = (-1, *[1] * (t.dim() - 1))
+            s_, mu = sgd.reshape(shape), momentum.reshape(shape)
+            m.copy_(torch.where(s_, mu * m + g[n], b1 * m + (1 - b1) * g[n]))
+            v.mul_(b2).addcmul_(g[n], g[n], value=1 - b2)
+            adam = m / (1 - b1 ** k) / ((v / (1 - b2 ** k)).sqrt() + eps)
+            t.mul_(1 - (lr * wd).reshape(shape))
+            t.sub_(lr.reshape(shape) * torch.where(s_, m, adam))
+
+
+def group_lr_batched(m: torch.Tensor, v: torch.Tensor, k: int, lr: torch.Tensor) -> torch.Tensor:
+    """K6 per run: the authors' aggregate :func:`group_lr` of :func:`adam_effective_lr` over each
+    run's entries of one parameter group (R, ...) -> (R,)."""
+    eff = adam_effective_lr(m, v, k, lr.reshape(-1, *[1] * (m.dim() - 1)))
+    return 10 ** torch.log10(eff.clamp(min=0) + 1e-8).reshape(len(eff), -1).mean(1)
+
+
+def train(cfgs: Sequence[RunCfg], T: int, steps: int, batch: int, tail: int = 100,
+          device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32,
+          progress: Callable[[Iterable], Iterable] = iter, probes: int = 50) -> dict[str, np.ndarray]:
+    """Train R runs of any architectures as one tensor program (spec §3, §9). Each architecture
+    computes the impulse responses of its runs (:func:`kernel`); all kernels, minus the teacher's,
+    go through ONE causal convolution (:func:`causal_conv`) on fresh N(0,1) inputs drawn per run
+    and step from the run's own generator; loss :math:`\\tfrac12\\mathrm{mean}_{b,t}(\\hat y-y)^2`;
+    per-run optimiser and lr (:func:`optimizer_step`), cosine-decayed to 1e-7 or constant. float32 by
+    default (losses are trustworthy above about 1e-10, spec §9). Returns, in the order of ``cfgs``,
+    the final loss (mean of the last ``tail`` steps; inf if it diverged), thinned loss curves and
+    Adam's effective lr per parameter group (K6, the authors' aggregate: ``eff_<name>`` at the end;
+    ``effhist_<name>``, per unit learning rate, :math:`\\eta_{eff}/\\eta`, at ``probes`` evenly spaced
+    steps ``probe_steps``; NaN where a group does not exist or the run is SGD)."""
+    dev = torch.device(device)
+    groups: dict[ModelSpec, list[int]] = {}
+    for i, c in enumerate(cfgs):
+        groups.setdefault(c.spec, []).append(i)
+    order = [i for idx in groups.values() for i in idx]  # run axis order: group by group
+    P: dict[ModelSpec, dict[str, torch.Tensor]] = {}
+    for spec, idx in groups.items():
+        ps = [init_params(spec, torch.Generator().manual_seed(10_000 + cfgs[i].seed), cfgs[i].nu0)
+              for i in idx]
+        P[spec] = {k: v.to(dev, dtype).requires_grad_() for k, v in stack_params(ps).items()}
+    teachers = stack_params([teacher(cfgs[i].nu0, theta0=cfgs[i].teacher_theta0) for i in order])
+    tp = {k: v.to(dev, dtype) for k, v in teachers.items()}
+    with torch.no_grad():
+        K_star = kernel(TEACHER_SPEC, tp, T)
+    D_star = tp["D"]
+    run_t = lambda f: torch.tensor([f(cfgs[i]) for i in order], device=dev)  # noqa: E731
+    lr0 = run_t(lambda c: c.lr).to(dtype)
+    cosine = run_t(lambda c: c.schedule == "cosine")
+    sgd, mom = run_t(lambda c: c.opt == "sgd"), run_t(lambda c: c.momentum).to(dtype)
+    wd = run_t(lambda c: c.weight_decay if c.opt == "adamw" else 0.0).to(dtype)
+    gens = [torch.Generator().manual_seed(20_000 + cfgs[i].seed) for i in order]
+    flat = [(spec, n, t) for spec, p in P.items() for n, t in p.items()]
+    st = {spec: {n: (torch.zeros_like(t), torch.zeros_like(t)) for n, t in p.items()}
+          for spec, p in P.items()}
+    offsets, o = {}, 0
+    for spec, idx in groups.items():
+        offsets[spec] = slice(o, o + len(idx))
+        o += len(idx)
+    R = len(cfgs)
+    names = sorted({n for _, n, _ in flat})
+    probe_at = set(np.linspace(1, steps, probes).round().astype(int).tolist())
+    hist = {n: np.full((R, len(probe_at)), np.nan) for n in names}
+    losses = np.zeros((R, steps))
+    x = torch.empty(R, batch, T, dtype=dtype)
+    for k in progress(range(1, steps + 1)):
+        for r, g in enumerate(gens):
+            torch.randn(batch, T, generator=g, dtype=dtype, out=x[r])
+        xd = x.to(dev)
+        K = torch.cat([kernel(spec, p, T) for spec, p in P.items()])
+        D = torch.cat([p["D"] for p in P.values()])
+        err = causal_conv(xd, K - K_star) + (D - D_star)[:, None, None] * xd
+        loss = 0.5 * (err ** 2).mean((1, 2))
+        grads = torch.autograd.grad(loss.sum(), [t for _, _, t in flat])
+        ok = torch.isfinite(loss.detach())  # a diverged run stops moving
+        lr = torch.where(cosine, 1e-7 + (lr0 - 1e-7) * 0.5 * (1 + math.cos(math.pi * (k - 1) / steps)),
+                         lr0)
+        gd = {(spec, n): g for (spec, n, _), g in zip(flat, grads)}
+        for spec, p in P.items():
+            sl = offsets[spec]
+            g = {n: torch.nan_to_num(gd[spec, n]) * ok[sl].reshape(-1, *[1] * (t.dim() - 1))
+                 for n, t in p.items()}
+            optimizer_step(p, g, st[spec], lr[sl], k, sgd[sl], mom[sl], wd[sl])
+            if k in probe_at:
+                j = sorted(probe_at).index(k)
+                for n in p:  # per unit learning rate: eta_eff / eta
+                    hist[n][sl, j] = group_lr_batched(*st[spec][n], k, torch.ones_like(lr[sl])).cpu().numpy()
+        losses[:, k - 1] = loss.detach().cpu().numpy()
+    eff = {n: np.full(R, np.nan) for n in names}
+    for spec, n, _ in flat:
+        sl = offsets[spec]
+        eff[n][sl] = group_lr_batched(*st[spec][n], steps, lr0[sl]).cpu().numpy()
+    is_sgd = sgd.cpu().numpy()
+    final = losses[:, -tail:].mean(1)
+    final = np.where(np.isfinite(final), final, np.inf)
+    inv = np.argsort(order)  # back to the order of cfgs
+    out = {"final": final[inv], "curve": _thin(losses)[inv], "probe_steps": np.array(sorted(probe_at))}
+    for n in names:
+        eff[n][is_sgd], hist[n][is_sgd] = np.nan, np.nan
+        out[f"eff_{n}"], out[f"effhist_{n}"] = eff[n][inv], hist[n][inv]
+    return out
+
+
+def _thin(losses: np.ndarray, points: int = 200) -> np.ndarray:
+    """Loss curves averaged over windows (for plots)."""
+    R, n = losses.shape
+    w = max(n // points, 1)
+    return losses[:, : n // w * w].reshape(R, -1, w).mean(-1)
+
+
+def sweep(cache, name: str, cfgs: Sequence[RunCfg], S: Settings, device, progress,
+          steps: int | None = None, batch: int | None = None) -> list[dict]:
+    """Train ``cfgs`` (any architectures) as one batched, cached program; one row per config with
+    its final loss, loss curve and effective lrs."""
+    steps = steps or S.steps
+    batch = batch or S.batch
+    config = {"steps": steps, "T": S.T, "batch": batch, "tail": S.tail,
+              "runs": [(c.spec.__dict__, c.nu0, c.lr, c.seed, c.teacher_theta0, c.schedule, c.opt,
+                        c.momentum, c.weight_decay) for c in cfgs]}
+    res = cache.cached(name, config, lambda: train(cfgs, S.T, steps, batch, S.tail, device,
+                                                   progress=progress))
+    rows = []
+    for j, c in enumerate(cfgs):
+        row = {"model": c.spec.name, "nu0": c.nu0, "lr": c.lr, "seed": c.seed,
+               "theta0": c.teacher_theta0, "schedule": c.schedule, "opt": c.opt,
+               "momentum": c.momentum, "final": float(res["final"][j]), "curve": res["curve"][j],
+               "probe_steps": res["probe_steps"]}
+        for k, v in res.items():
+            if k.startswith("eff_") and np.isfinite(v[j]):
+                row[k] = float(v[j])
+            if k.startswith("effhist_") and np.any(np.isfinite(v[j])):
+                row[k] = v[j]
+        rows.append(row)
+    return rows

@@ -1,0 +1,110 @@
+"""The learning-dynamics chapter's sections that compute, draw and check (Proca et al., ICML 2025).
+
+Each function takes the chapter's :class:`rnnbook.Run`, computes (through the results cache), saves
+the figure drawn by :mod:`rnnbook.learning_dynamics.plots` and returns what its claim checks: F1
+(C1), F6 (C7) and the full profile's A5/A7 panels, F7 (C8), F8 (C9).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rnnbook.learning_dynamics import experiments, plots
+from rnnbook.learning_dynamics.experiments import f1_runs
+from rnnbook.learning_dynamics.networks import ntk_by_T, sensory_check, stability_check, train_sensory
+
+if TYPE_CHECKING:
+    from rnnbook.learning_dynamics.experiments import Settings
+    from rnnbook.run import Run
+
+
+def f1_figure(run: Run, S: Settings) -> list[dict]:
+    """F1 (§3.2, Fig. 2; C1, K2, K4): :func:`f1_runs` at each T of the profile, at the rates of
+    :meth:`Settings.f1_lr_steps`, through the results cache (``F1-T{T}``), and the figure.
+    Returns the runs, one per T."""
+    f1s = []
+    for T in S.f1_Ts:
+        lr, steps = S.f1_lr_steps(T)
+        f1s.append(run.cache.cached(f"F1-T{T}", {"T": T, "init": S.init_scale, "lr": lr, "steps": steps},
+                                    lambda: f1_runs(T, S.init_scale, lr, steps)))
+
+    run.save_figure(plots.plot_f1(f1s), "F1",
+                    f"Learning of $ac$ (left) and $b$ (right) on the inverse-exponential task, T = {', '.join(map(str, S.f1_Ts))}, "
+                    f"from $a=b=c={S.init_scale:g}$, GD rate {S.f1_lr_steps(5)[0]:g} (times $(5/T)^2$). Solid: "
+                    "GD with the other variable frozen at its target; dashed: theory (the logistic "
+                    "{eq}`ld-logistic`, the Taylor $b$-flow); dotted: joint GD of all three modes.")
+    return f1s
+
+
+def f6_figure(run: Run, S: experiments.Settings) -> dict[str, np.ndarray]:
+    """F6 / C7 (§3.5, Figs. 5, A6): the kernel distances of :func:`ntk_by_T` over the profile's T, σ
+    and seeds, through the results cache (``F6``), and the figure; the full profile adds the panels
+    of Figs. A5 and A7 (:func:`a5_a7_figure`). Returns the sweep."""
+    Ts, sigmas, seeds = S.f6
+    seeds = [s + run.seed for s in seeds]
+    ntk = ntk_by_T(run.cache, "F6", Ts, sigmas, seeds, progress=run.progress)
+    run.save_figure(plots.plot_f6(ntk), "F6",
+                    f"Kernel distance {{eq}}`ld-ntk` after training against $T$ and the initial scale "
+                    f"$\\sigma$, aligned (left) and unaligned (right) initialisation, mean over "
+                    f"{len(seeds)} seed(s); white: at least one seed did not converge. Numbers: D. The aligned network with "
+                    "$\\sigma = 1$ starts at the solution ($a = b = c = 1$) and does not move.")
+    if S.full:
+        a5_a7_figure(run, Ts, sigmas, seeds, S.a5_hidden)
+    return ntk
+
+
+def a5_a7_figure(run: Run, Ts: Sequence[int], sigmas: Sequence[float], seeds: Sequence[int],
+                 N_h: int = 300) -> None:
+    """F6, full profile (Figs. A5, A7): unaligned networks with ``N_h`` hidden units (the paper's
+    300; on the run's GPU, if any) and aligned networks with separate initial b = σ_b and a = c = σ
+    at T = 2 and 6, through the results cache (``F6-A5``, ``F6-A7``), in one figure."""
+    dev = None if run.device.type == "cpu" else run.device
+    wide = ntk_by_T(run.cache, "F6-A5", Ts, sigmas, seeds, N_h=N_h, inits=("unaligned",), device=dev,
+                    progress=run.progress)
+    sep = ntk_by_T(run.cache, "F6-A7", [2, 6], sigmas[:5], seeds, inits=("aligned",), sigma_b=sigmas[:5],
+                   progress=run.progress)
+    run.save_figure(plots.plot_f6_extra(wide, sep), "F6-A5-A7",
+                    f"Kernel distance, full profile. Top left (Fig. A5): unaligned networks with $N_h = {N_h}$ "
+                    "hidden units against $T$ and $\\sigma$. Other panels (Fig. A7): aligned networks with "
+                    "initial $b = \\sigma_b$ and $a = c = \\sigma$, at T = 2 and 6. White: not converged.")
+
+
+def f7_sensory(run: Run, S: experiments.Settings) -> dict[int, dict]:
+    """F7 / C8 (§3.6, Fig. 6): the sum and mean networks of the sensory task (:func:`train_sensory`,
+    rates :attr:`~rnnbook.learning_dynamics.experiments.Settings.f7_lr` and T times it) for each N_h of the
+    profile, tested at T_test = 1..3T, through the results cache (``F7-Nh{N_h}``), one figure each.
+    Returns :func:`sensory_check` per N_h."""
+    T_test = list(range(1, 3 * S.T + 1))
+    seeds = [s + run.seed for s in S.sensory_seeds]
+    lr, steps = S.f7_lr, S.sensory_steps
+    c8 = {}
+    for N_h in S.sensory_hidden:
+        sens = run.cache.cached(f"F7-Nh{N_h}", {"T": S.T, "seeds": seeds, "init": S.init_scale, "N_h": N_h,
+                                               "T_test": T_test, "steps": steps, "lr": lr},
+                                lambda: train_sensory(["sum", "mean"], S.T, seeds, N_h=N_h, init_scale=S.init_scale,
+                                                      steps=steps, T_test=T_test, lr={"sum": lr, "mean": lr * S.T}))
+        run.save_figure(plots.plot_f7(sens), "F7" if N_h == 4 else f"F7-Nh{N_h}",
+                        f"Sensory task (centred inputs), T = {S.T}, $N_h$ = {N_h}, first seed: singular values "
+                        "of $W_h$ (solid) and $W_yW_x$ (dashed) during GD, with the theory's 1 and $1/T$ "
+                        "(dotted), for the sum (left) and mean (middle) targets; right: relative MSE at other "
+                        "lengths $T_\\mathrm{test}$ (median over seeds; the training length is dashed).")
+        c8[N_h] = sensory_check(sens)
+    return c8
+
+
+def f8_stability(run: Run, S: experiments.Settings) -> dict:
+    """F8 / C9 (App. L, Fig. A8): late against early importance on the sensory inputs
+    (:func:`train_sensory` at rate :attr:`~rnnbook.learning_dynamics.experiments.Settings.f8_lr`), through the
+    results cache (``F8``), and the figure. Returns :func:`stability_check`."""
+    seeds = [s + run.seed for s in S.sensory_seeds]
+    lr, steps = S.f8_lr, S.sensory_steps
+    stab = run.cache.cached("F8", {"T": S.T, "seeds": seeds, "init": S.init_scale, "steps": steps, "lr": lr},
+                            lambda: train_sensory(["late", "early"], S.T, seeds, init_scale=S.init_scale, lr=lr,
+                                                  steps=steps))
+    run.save_figure(plots.plot_f8(stab), "F8",
+                    f"Late ($y_T = 0.1\\sum_t t\\,x_t$) against early ($y_T = \\sum_t x_t/t$) importance, "
+                    f"T = {S.T}, plain GD at rate {lr:g}, first seed: singular values of $W_h$ (left) and "
+                    "gradient norms (right; solid: hidden state, dotted: recurrent weights).")
+    return stability_check(stab)

@@ -1,0 +1,139 @@
+"""The stable-models chapter's tasks and parameters (Miller & Hardt 2019, §4, Table 1; spec §4, §7).
+
+One :class:`TaskConfig` per task and profile (sizes, learning rates, clipping, epochs, schedules),
+and :class:`Settings`, the chapter's resolved parameters: :func:`resolve` checks every parameter
+before any compute and fills in the profile's defaults.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import torch
+
+from rnnbook import params
+from rnnbook.stable_models import constraints, datasets
+
+
+TASKS = ("jsb", "atis", "ptb_char", "ptb_word", "wikitext2")
+CELLS = ("rnn", "lstm")
+METRIC = {"jsb": "NLL", "atis": "F1", "ptb_char": "bpc", "ptb_word": "ppl", "wikitext2": "ppl"}
+TASK_NAMES = {"jsb": "JSB", "atis": "ATIS", "ptb_char": "PTB characters", "ptb_word": "PTB words",
+              "wikitext2": "WikiText-2"}
+
+
+# ============================================================================ settings
+@dataclass(frozen=True)
+class TaskConfig:
+    """Training settings of one task (spec §4 table; every value but JSB's is our choice)."""
+
+    task: str
+    hidden: int
+    lr: float
+    clip: float
+    epochs: int
+    batch: int = 1
+    emb: int = 0  # embedding size (0: the inputs are used as they are, JSB's 88 keys)
+    bptt: int = 0  # language models: truncated-BPTT chunk length
+    max_train_tokens: int | None = None
+    schedule: str | None = None  # None, "fork" (÷10 if val > max of last 3), "plateau" (÷4)
+    dropout: float = 0.0
+    cutoffs: tuple[int, ...] = ()  # adaptive-softmax clusters of the word LM; () = full softmax
+
+
+QUICK = {
+    "jsb": TaskConfig("jsb", 128, lr=0.5, clip=1.0, epochs=15, batch=1),  # the fork: 1 chorale/step
+    "atis": TaskConfig("atis", 128, lr=1.0, clip=1.0, epochs=12, batch=16, emb=64),
+    "ptb_char": TaskConfig("ptb_char", 128, lr=2.0, clip=0.25, epochs=1, batch=32, emb=128,
+                           bptt=100, max_train_tokens=1_500_000),
+    "ptb_word": TaskConfig("ptb_word", 128, lr=20.0, clip=0.25, epochs=1, batch=20, emb=128,
+                           bptt=35, max_train_tokens=200_000, cutoffs=(2000,)),
+}
+FULL = {
+    "jsb": TaskConfig("jsb", 256, lr=0.5, clip=1.0, epochs=100, batch=1, schedule="fork"),
+    "atis": TaskConfig("atis", 256, lr=1.0, clip=1.0, epochs=30, batch=16, emb=64,
+                       schedule="best"),
+    "ptb_char": TaskConfig("ptb_char", 512, lr=2.0, clip=0.25, epochs=20, batch=32, emb=128,
+                           bptt=100, max_train_tokens=5_000_000, schedule="plateau"),
+    "wikitext2": TaskConfig("wikitext2", 650, lr=20.0, clip=0.25, epochs=40, batch=20, emb=650,
+                            bptt=35, schedule="plateau", dropout=0.2),
+}
+
+
+@dataclass
+class Settings:
+    """The chapter's resolved parameters (spec §4 parameters cell)."""
+
+    profile: str
+    tasks: list[str]
+    configs: dict[str, TaskConfig]
+    data_dir: str | None
+    lstm_forget_bias: float
+    lstm_constraint: str
+    seeds: list[int]
+    lm_device: torch.device
+    f2_k: list[int] = field(default_factory=list)  # training truncations of F2/F4 (JSB)
+    c9_seeds: list[int] = field(default_factory=list)  # C9's unstable RNN at k = 2, 32
+    c9_epochs: int | None = None  # None: Table 1's; quick: 40, since the gap grows with training
+    c9_nll: bool = False  # C9's NLL half checked over c9_seeds (full), else reported
+    f5_k: list[int] = field(default_factory=list)
+    f5_epochs: int = 6
+    f5_ref: int = 65
+    f5_task: str = "jsb"  # full profile: wikitext2, for the RNN and the LSTM (spec §4)
+    f5_cells: tuple[str, ...] = ("rnn",)
+    f3_task: str = "ptb_char"  # full profile: wikitext2
+    lm_k: list[int] = field(default_factory=list)  # F4's language-model truncations (full)
+    workers: int = 2  # training processes (one thread each)
+    contraction: tuple[int, int] = (20, 200)  # C8: starts x ascent steps
+    e2_contraction: tuple[int, int] = (10, 100)
+
+
+def resolve(profile, device, seed, tasks, hidden_size, epochs, max_train_tokens, data_dir,
+            lstm_forget_bias, lstm_constraint, n_seeds) -> Settings:
+    """Check every parameter before any compute (raising :class:`rnnbook.ParameterError`, or
+    :class:`rnnbook.data.DataError` naming ``data_dir`` and the file) and fill in the defaults."""
+    params.choice("profile", profile, params.PROFILES)
+    dev = params.device(device)
+    params.integer("seed", seed, lo=0)
+    full = profile == "full"
+    base = FULL if full else QUICK
+    if tasks is None:
+        tasks = list(base)
+    tasks = [params.choice("tasks", t, TASKS) for t in params.sequence("tasks", tasks)]
+    if len(set(tasks)) != len(tasks):
+        raise params.ParameterError("tasks", tasks, f"distinct names among {list(TASKS)}")
+    configs = {t: base.get(t, (QUICK | FULL)[t]) for t in tasks}
+    if hidden_size is not None:
+        h = params.integer("hidden_size", hidden_size, lo=1)
+        configs = {t: replace(c, hidden=h, emb=h if c.bptt and c.task != "ptb_char" else c.emb)
+                   for t, c in configs.items()}
+    if epochs is not None:
+        per = epochs if isinstance(epochs, dict) else {t: epochs for t in tasks}
+        for t, e in per.items():
+            params.choice("epochs", t, tasks)
+            configs[t] = replace(configs[t], epochs=params.integer("epochs", e, lo=1))
+    if max_train_tokens is not None:
+        n = params.integer("max_train_tokens", max_train_tokens, lo=1000)
+        configs = {t: replace(c, max_train_tokens=n) if c.bptt else c for t, c in configs.items()}
+    if data_dir is not None and not isinstance(data_dir, str):
+        raise params.ParameterError("data_dir", data_dir, "None or a directory path")
+    lstm_forget_bias = params.real("lstm_forget_bias", lstm_forget_bias)
+    params.choice("lstm_constraint", lstm_constraint, constraints.LSTM_CONSTRAINTS)
+    if n_seeds is None:
+        n_seeds = 3 if full else 1
+    n_seeds = params.integer("n_seeds", n_seeds, lo=1)
+    for t in tasks:
+        datasets.check_files(t, data_dir)
+    wt2 = full and "wikitext2" in tasks  # the full profile's F3 and F5 task (spec §4)
+    return Settings(profile, tasks, configs, data_dir, lstm_forget_bias, lstm_constraint,
+                    list(range(seed, seed + n_seeds)), dev,
+                    f2_k=[1, 2, 4, 8, 16, 32, 64] if full else [2, 8, 32],
+                    c9_seeds=list(range(seed, seed + max(3, n_seeds))),
+                    c9_epochs=None if full else 40, c9_nll=full,
+                    f5_k=[5, 10, 20, 40] if full else [5, 10, 40],
+                    f5_epochs=20 if full else 6,
+                    f5_task="wikitext2" if wt2 else "jsb",
+                    f5_cells=CELLS if wt2 else ("rnn",),
+                    f3_task="wikitext2" if wt2 else "ptb_char",
+                    lm_k=[5, 10, 20, 40, 65] if full else [],
+                    contraction=(20, 1000) if full else (20, 200),
+                    e2_contraction=(20, 1000) if full else (10, 100))
