@@ -6,7 +6,7 @@ with state dimension ``d``, impulse response :math:`h_j = C A^j B`, a teacher of
 ``d_hat`` and training on length-``k`` sequences.
 
 - :mod:`~rnnbook.extrapolation.theory`: teachers, the extrapolation error (Def. 2), the population
-  loss (Eq. 3.4) and its closed-form gradient (C9), Prop. 3's non-extrapolating student (C3), the
+  loss (Eq. 3.4, rebuilt from the whitened-input statement) and its closed-form gradient (C9), Prop. 3's non-extrapolating student (C3), the
   moment argument's mass off the teacher's support (C7), spectra (E1), diagonal students' loss (E2).
 - :mod:`~rnnbook.extrapolation.train`: one student run (:class:`RunConfig`), its initialisation and
   the batched GD trainer of all runs; the diagonal students of E2.

@@ -1,7 +1,7 @@
 """The extrapolation chapter's closed forms (Cohen-Karlik et al., ICLR 2023, §3-§5).
 
 Teachers and their impulse responses, the extrapolation error :math:`\\epsilon_q` (Def. 2), the
-population loss over length-k sequences (Eq. 3.4) and its gradient in closed form (claim C9), the
+population loss over length-k sequences (Eq. 3.4, rebuilt from the whitened-input statement) and its gradient in closed form (claim C9), the
 symmetric-gradient update, Prop. 3's student that fits k steps and fails to extrapolate (C3), the mass
 a moment-matching measure puts off the teacher's support (C7), a student's spectrum and its
 Wasserstein distance to the teacher (E1), and the loss of diagonal students (E2). float64 throughout.
@@ -43,7 +43,7 @@ def impulse_response(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, n: int) 
 
 
 def population_loss(h: torch.Tensor, h_hat: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """Population loss over length-k sequences (Eq. 3.4): :math:`L = \\sum_{j<k}(h_j-\\hat h_j)^2`."""
+    """Population loss over length-k sequences (Eq. 3.4, rebuilt from the whitened-input statement): :math:`L = \\sum_{j<k}(h_j-\\hat h_j)^2`."""
     mask = torch.arange(h.shape[-1], device=h.device) < k[:, None]
     return (((h - h_hat) * mask) ** 2).sum(-1)
 

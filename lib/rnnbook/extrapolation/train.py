@@ -1,7 +1,7 @@
 """The extrapolation chapter's students and their training (Cohen-Karlik et al., ICLR 2023, §3).
 
 Many students (seeds x k x variants x init scales) train as one batched float64 program by full-batch
-GD with the population loss (Eq. 3.4) and its closed-form gradient
+GD with the population loss (Eq. 3.4, rebuilt from the whitened-input statement) and its closed-form gradient
 (:func:`rnnbook.extrapolation.theory.loss_and_grads`); a run freezes once its loss is below
 :data:`FREEZE_LOSS`. Diagonal (S4D / LRU-form) students of extension E2 train the same way.
 """
