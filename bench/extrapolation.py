@@ -44,7 +44,7 @@ def main() -> None:
     steps = ap.parse_args().steps
     torch.set_num_threads(1)
     S = experiments.resolve("quick", None, None, None, None, None, 1e-2, 1e-2, steps, None, None, None, None)
-    configs = experiments.build_sweep(S.teachers, S.ds, S.n_seeds, 0, S.init_scale, S.lr, lambda dh: steps,
+    configs = experiments.build_sweep(S.teachers, S.ds, S.n_seeds, 0, S.init_scale, S.lr, lambda dh, v: steps,
                              S.horizon_q, "quick", S.scales)
     t0 = time.perf_counter()
     batched = np.array([r["loss"] for r in train.train_students(configs)])

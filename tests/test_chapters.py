@@ -14,7 +14,7 @@ import pytest
 
 from rnnbook import claims
 from rnnbook.figures import MIN_TEXT_PX
-from rnnbook.paths import FULL_RESULTS_DIR, chapters
+from rnnbook.paths import FULL_RESULTS_DIR, SURVEY_DIR, chapters
 
 # A bad value that each chapter must refuse through papermill, before any compute: one of the
 # chapter's own parameters (an impossible size or value), proving that the notebook checks its
@@ -68,6 +68,21 @@ def test_chapter_refuses_bad_parameters(chapter, parameters, name, execution):
     assert "allowed" in err.value.evalue
     # refused before any compute: no figure was made
     assert not (results_dir / chapter / "figures").exists()
+
+
+SURVEYS = sorted(SURVEY_DIR.glob("*.json"))
+
+
+@pytest.mark.parametrize("path", SURVEYS, ids=[p.stem for p in SURVEYS])
+def test_committed_survey_keeps_every_verdict(path):
+    """A committed seed survey (seeds and the chapter's natural variations, quick profile) shows
+    every claim with the same verdict and check result in every variation, seed 0 included."""
+    record = json.loads(path.read_text())
+    assert path.stem in chapters() and record["chapter"] == path.stem
+    runs = record["variations"]
+    assert "seed 0" in runs and len(runs) >= 5
+    assert claims.unstable(runs) == [], f"verdicts that move: {claims.unstable(runs)}"
+    assert all(set(v) == set(runs["seed 0"]) for v in runs.values())
 
 
 FULL = [c for c in chapters() if (FULL_RESULTS_DIR / c).is_dir()]

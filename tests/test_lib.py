@@ -1180,6 +1180,26 @@ def test_full_results_change_the_execution_stamp(tmp_path, monkeypatch):
     (tmp_path / chapter / "figures").mkdir()
     (tmp_path / chapter / "figures" / "F1.png").write_bytes(b"png")
     assert execute.execution_stamp(chapter, {})["full_results"] != before["full_results"]
+    with_figure = execute.execution_stamp(chapter, {})
+    monkeypatch.setattr(execute, "SURVEY_DIR", tmp_path / "survey")
+    (tmp_path / "survey").mkdir()
+    (tmp_path / "survey" / f"{chapter}.json").write_text("{}")  # the committed seed survey too
+    assert execute.execution_stamp(chapter, {})["full_results"] != with_figure["full_results"]
+
+
+def test_survey_finds_moving_verdicts(tmp_path):
+    for name, verdict in (("a", "reproduced"), ("b", "reproduced"), ("c", "partly")):
+        _claims(tmp_path / name / "claims.json", claims_mod.Claim("C1", "s", "src", 1, "t", verdict, True),
+                claims_mod.Claim("C2", "s", "src", 2, "t", "reproduced", True))
+    s = claims_mod.survey({n: tmp_path / n / "claims.json" for n in "ab"})
+    assert claims_mod.unstable(s) == [] and set(s) == {"a", "b"} and s["a"]["C2"]["value"] == 2
+    s = claims_mod.survey({n: tmp_path / n / "claims.json" for n in "abc"})
+    assert claims_mod.unstable(s) == ["C1"]
+    (tmp_path / "demo.json").write_text(json.dumps({"chapter": "demo", "variations": s}))
+    rows = rnnbook.survey_table("demo", root=tmp_path).records
+    assert rows[2] == {"variation": "c", "C1": "partly", "C2": "reproduced"}
+    assert rows[-1] == {"variation": "same in all", "C1": "no", "C2": "yes"}
+    assert "No seed survey" in rnnbook.survey_table("other", root=tmp_path)
 
 
 def test_run_record(tmp_path):

@@ -8,7 +8,7 @@ Each chapter's science lives in its own package, named as the chapter (:mod:`rnn
 models more than one chapter may use stay at the top (:mod:`rnnbook.gru`).
 """
 from rnnbook.params import ParameterError
-from rnnbook.display import show_code, table
+from rnnbook.display import show_code, survey_table, table
 from rnnbook.run import Run, setup
 
-__all__ = ["ParameterError", "Run", "setup", "show_code", "table"]
+__all__ = ["ParameterError", "Run", "setup", "show_code", "survey_table", "table"]

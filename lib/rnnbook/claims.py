@@ -112,6 +112,22 @@ def load(path: Path) -> list[Claim]:
     return [Claim(**d) for d in json.loads(Path(path).read_text())]
 
 
+def survey(runs: dict[str, Path]) -> dict[str, dict[str, dict]]:
+    """A seed and setting survey of a chapter (all chapters: a verdict is the paper's, not the
+    seed's): for each variation (its name -> the ``claims.json`` of its run), each claim's verdict,
+    whether its check passed, and its value."""
+    return {name: {c.id: {"verdict": c.verdict, "passed": c.passed, "value": to_json(c.value)}
+                   for c in load(path)} for name, path in runs.items()}
+
+
+def unstable(variations: dict[str, dict[str, dict]]) -> list[str]:
+    """The claims of a :func:`survey` whose verdict or check result is not the same in every
+    variation."""
+    ids = {cid for claims in variations.values() for cid in claims}
+    return sorted(cid for cid in ids if len({(v[cid]["verdict"], v[cid]["passed"]) if cid in v else None
+                                             for v in variations.values()}) > 1)
+
+
 def format_value(value: Any) -> str:
     """Short human form of a measured value: 3 significant digits for floats."""
     if isinstance(value, float):

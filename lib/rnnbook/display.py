@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rnnbook.claims import Claim, format_value, id_order
-from rnnbook.paths import FULL_RESULTS_DIR
+from rnnbook.paths import FULL_RESULTS_DIR, SURVEY_DIR
 
 
 def show_code(*objects: Any) -> None:
@@ -93,6 +93,25 @@ def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULT
     return (f'<div class="claims-table rnnbook-full-results"><p><strong>{html.escape(label)}'
             f'</strong></p><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}'
             "</tbody></table></div>")
+
+
+def survey_table(chapter: str, root: Path = SURVEY_DIR) -> Table | str:
+    """The committed seed survey of ``chapter`` (``<root>/<chapter>.json``, made by
+    :func:`rnnbook.claims.survey`): one row per variation with each claim's verdict (✗ where the
+    check failed), and a last row saying whether each claim's verdict is the same in all; or a
+    note that none is committed."""
+    from rnnbook.claims import unstable
+
+    path = root / f"{chapter}.json"
+    if not path.exists():
+        return f"No seed survey of this chapter is committed (data/results/survey/{chapter}.json)."
+    runs = json.loads(path.read_text())["variations"]
+    moving = set(unstable(runs))
+    ids = sorted({cid for v in runs.values() for cid in v}, key=lambda c: (len(c), c))
+    rows = [{"variation": name, **{cid: v[cid]["verdict"] + ("" if v[cid]["passed"] else " ✗")
+                                   if cid in v else "—" for cid in ids}} for name, v in runs.items()]
+    return table(rows + [{"variation": "same in all", **{cid: "no" if cid in moving else "yes"
+                                                         for cid in ids}}])
 
 
 def full_figures_myst(chapter: str, root: Path = FULL_RESULTS_DIR) -> str:

@@ -30,7 +30,7 @@ import nbformat
 import yaml
 
 from rnnbook import claims
-from rnnbook.paths import (BOOK_ROOT, BUILD_DIR, CHAPTERS_DIR, FULL_RESULTS_DIR, chapters, code_version,
+from rnnbook.paths import (BOOK_ROOT, BUILD_DIR, CHAPTERS_DIR, FULL_RESULTS_DIR, SURVEY_DIR, chapters, code_version,
                            default_results_dir, git_commit, results_version)
 
 EXECUTED_DIR = BUILD_DIR / "executed"  # executions of default parameters the book may reuse
@@ -48,26 +48,28 @@ def source_hash(chapter: str) -> str:
     return hashlib.sha256(chapter_source(chapter).read_bytes()).hexdigest()
 
 
-def full_results_files(chapter: str = "*") -> list[Path]:
-    """The committed full-profile results that a quick page shows: ``claims.json``, ``run.json``
-    and ``figures/`` under ``data/results/full/<chapter>/`` (all chapters by default)."""
-    return sorted(p for pattern in ("claims.json", "run.json", "figures/*")
-                  for p in FULL_RESULTS_DIR.glob(f"{chapter}/{pattern}") if p.is_file())
+def shown_results_files(chapter: str = "*") -> list[Path]:
+    """The committed results that a quick page shows: the full profile's ``claims.json``,
+    ``run.json`` and ``figures/`` under ``data/results/full/<chapter>/``, and the quick profile's
+    seed survey ``data/results/survey/<chapter>.json`` (all chapters by default)."""
+    full = [p for pattern in ("claims.json", "run.json", "figures/*")
+            for p in FULL_RESULTS_DIR.glob(f"{chapter}/{pattern}")]
+    return sorted(p for p in full + list(SURVEY_DIR.glob(f"{chapter}.json")) if p.is_file())
 
 
-def full_results_hash(chapter: str) -> str:
-    """A hash of :func:`full_results_files` of ``chapter``: an execution that shows them is reused
+def shown_results_hash(chapter: str) -> str:
+    """A hash of :func:`shown_results_files` of ``chapter``: an execution that shows them is reused
     only while they are unchanged (so ``make full`` is followed by a book that shows its results)."""
     h = hashlib.sha256()
-    for path in full_results_files(chapter):
-        h.update(path.relative_to(FULL_RESULTS_DIR).as_posix().encode() + b"\0" + path.read_bytes())
+    for path in shown_results_files(chapter):
+        h.update(f"{path.parent.name}/{path.name}".encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
 
 
 def execution_stamp(chapter: str, parameters: dict[str, Any]) -> dict[str, Any]:
     """What an execution of ``chapter`` was made from; the book reuses it only if all is current."""
     return {"source_sha256": source_hash(chapter), "code_version": code_version(chapter),
-            "full_results": full_results_hash(chapter), "parameters": parameters}
+            "full_results": shown_results_hash(chapter), "parameters": parameters}
 
 
 @contextlib.contextmanager
@@ -319,7 +321,7 @@ def book_inputs() -> str:
     h = hashlib.sha256(code_version().encode())
     files = [*BOOK_ROOT.glob("*.md"), *BOOK_ROOT.glob("*.yml"), *BOOK_ROOT.glob("*.bib"),
              *CHAPTERS_DIR.glob("*.md"), *(BOOK_ROOT / "_static").rglob("*"),
-             *full_results_files()]
+             *shown_results_files()]
     for path in sorted(p for p in files if p.is_file()):
         h.update(path.relative_to(BOOK_ROOT).as_posix().encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]

@@ -77,6 +77,7 @@ def results_version(chapter: str | None = None) -> str:
 
 
 FULL_RESULTS_DIR = BOOK_ROOT / "data" / "results" / "full"  # committed full-profile results
+SURVEY_DIR = BOOK_ROOT / "data" / "results" / "survey"  # committed quick seed surveys, <chapter>.json
 FIGURE_STORE = BUILD_DIR / "figure-store"  # figure files by content, for the book build's links
 
 

@@ -13,12 +13,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from rnnbook import claims, params
 from rnnbook.display import table
-from rnnbook.extrapolation.theory import (impulse_response, off_support_mass, prop3_student, spectrum,
+from rnnbook.extrapolation.theory import (DTYPE, impulse_response, off_support_mass, prop3_student, spectrum,
                                           teacher_impulse, w1_distance)
-from rnnbook.extrapolation.train import FREEZE_LOSS, RunConfig, run_seed, train_diagonal, train_students
+from rnnbook.extrapolation.train import (FREEZE_LOSS, STALL_DROP, STALL_WINDOW, VARIANTS, RunConfig,
+                                         run_seed, train_diagonal, train_students)
 
 
 # Default teachers (spec §4, our choice): each includes lam = 1, memory that never decays.
@@ -76,8 +78,8 @@ class Settings:
     gru_seeds: int
     chunk_size: int | None
 
-    def steps_for(self, d_hat: int, profile: str) -> int:
-        return self.steps or default_steps(d_hat, profile)
+    def steps_for(self, d_hat: int, profile: str, variant: str = "sym_bal") -> int:
+        return self.steps or default_steps(d_hat, profile, variant)
 
 
 def resolve(profile: str, d, d_hat, k_values, teacher_eigs, teacher_weights, init_scale: float,
@@ -122,7 +124,7 @@ def resolve(profile: str, d, d_hat, k_values, teacher_eigs, teacher_weights, ini
         gru_hidden=params.integer("gru_hidden", gru_hidden if gru_hidden is not None else pick(16, 64), lo=1),
         gru_steps=params.integer("gru_steps", gru_steps if gru_steps is not None else pick(2000, 5000), lo=1),
         gru_batch=pick(128, 256),  # quick: half the spec's batch (our choice, a shorter run)
-        gru_ks=pick([2, 4, 6, 8, 10], list(range(1, 13))), gru_seeds=pick(6, 8),
+        gru_ks=pick([2, 6, 10], list(range(1, 13))), gru_seeds=16,  # C8: 16 students per k
         chunk_size=pick(None, 64))
 
 
@@ -158,8 +160,8 @@ def build_sweep(teachers: dict[int, tuple[tuple[float, ...], tuple[float, ...], 
     """Every linear run of the chapter: F1 (symmetric, balanced), F2 (non-symmetric, unbalanced),
     F5 (symmetric A, independent B, C, several init scales; reference d_hat, k = 2 d_hat + 1, + 2)
     and E3
-    (the signed teacher). ``teachers`` maps d_hat to (lam, w, k values); ``steps(d_hat)`` gives the
-    step budget."""
+    (the signed teacher). ``teachers`` maps d_hat to (lam, w, k values); ``steps(d_hat, variant)``
+    gives the step budget."""
     out = []
 
     def add(experiment, d, lam, w, ks, variant, scales_, n_steps):
@@ -172,12 +174,12 @@ def build_sweep(teachers: dict[int, tuple[tuple[float, ...], tuple[float, ...], 
 
     for d in ds:
         for dh, (lam, w, ks) in teachers.items():
-            add("F1", d, lam, w, ks, "sym_bal", [init_scale], steps(dh))
-            add("F2", d, lam, w, ks, "nonsym", [init_scale], steps(dh))
+            add("F1", d, lam, w, ks, "sym_bal", [init_scale], steps(dh, "sym_bal"))
+            add("F2", d, lam, w, ks, "nonsym", [init_scale], steps(dh, "nonsym"))
     dh = reference_d_hat(teachers)
     lam, w, _ = teachers[dh]
-    add("F5", ds[0], lam, w, [2 * dh + 1, 2 * dh + 2], "sym_ind", scales, steps(dh))
-    add("E3", ds[0], *SIGNED_TEACHER, range(1, 8), "sym_ind", [init_scale], steps(2))
+    add("F5", ds[0], lam, w, [2 * dh + 1, 2 * dh + 2], "sym_ind", scales, steps(dh, "sym_ind"))
+    add("E3", ds[0], *SIGNED_TEACHER, range(1, 8), "sym_ind", [init_scale], steps(2, "sym_ind"))
     return out
 
 
@@ -201,9 +203,12 @@ def train_sweep(configs: Sequence[RunConfig], cache, progress, chunk_size: int |
     return run_rows(configs, [results[i] for i in range(len(configs))])
 
 
-def default_steps(d_hat: int, profile: str) -> int:
-    """Step budget (spec §4): 5e4 for d_hat <= 2, 1.5e5 for 3, 3e5 for 4; x4 in the full profile."""
-    base = 50_000 if d_hat <= 2 else 150_000 if d_hat == 3 else 300_000
+def default_steps(d_hat: int, profile: str, variant: str = "sym_bal") -> int:
+    """Step budget: the spec's (§4) 5e4 for d_hat <= 2, 1.5e5 for 3 and 3e5 for 4 and more, but 1e6
+    for non-symmetric students from d_hat = 3 on (our trials: at d_hat = 3 their k = 7 runs need
+    about 6e5 steps to bring eps_q under the tolerance); x4 in the full profile. Runs stop earlier
+    at the freeze loss or when they stall (:func:`rnnbook.extrapolation.train.train_students`)."""
+    base = 50_000 if d_hat <= 2 else 1_000_000 if variant == "nonsym" else 150_000 if d_hat == 3 else 300_000
     return base * (4 if profile == "full" else 1)
 
 
@@ -270,16 +275,15 @@ def transition_check(rows: Sequence[dict], d_hat: int, gate: float, tol: float) 
 def transition_claim(run, rows: Sequence[dict], S: "Settings", cid: str, experiment: str,
                      statement: str, source: str):
     """Record C1/C2 from :func:`transition_check` over every (d_hat, d) of ``experiment``; all
-    must pass, and any inconclusive one makes the claim inconclusive, as does a sweep where no
-    d_hat can test (a) (d_hat = 1 alone). Returns the table."""
+    must pass, and any inconclusive one makes the claim inconclusive. A sweep where no d_hat can
+    test (a) (d_hat = 1 alone: below the line there is only k = 1, where failure is certain) is
+    judged on (b) and (c), and its value says so. Returns the table."""
     checks = {(dh, d): transition_check(select(rows, experiment=experiment, d_hat=dh, d=d),
                                         dh, S.gate, S.tol)
               for dh in S.teachers for d in S.ds}
     verdicts = {c["verdict"] for c in checks.values()}
-    testable = any(c["a_testable"] for c in checks.values())
     verdict = "inconclusive" if "inconclusive" in verdicts else (
-        "not reproduced" if verdicts != {"reproduced"} else
-        "reproduced" if testable else "inconclusive")
+        "not reproduced" if verdicts != {"reproduced"} else "reproduced")
     value = {f"d_hat={dh}, d={d}": {
         "median_eps": c["median_eps"], "converged_above": c["converged_frac_above"],
         "(a)": (f"judged at k = {', '.join(map(str, c['judged_below']))}" if c["judged_below"]
@@ -289,7 +293,7 @@ def transition_claim(run, rows: Sequence[dict], S: "Settings", cid: str, experim
     run.claim(cid, statement, source, value,
               f"(a) median eps >= 0.1 for 2 <= k < 2 d_hat (k = 1 cannot test it); (b) <= {S.tol} "
               f"for k > 2 d_hat (loss gate {S.gate:g}); (c) >= 2/3 of runs above converge",
-              passed=testable and all(c["passed"] for c in checks.values()), verdict=verdict)
+              passed=all(c["passed"] for c in checks.values()), verdict=verdict)
     return transition_table(checks)
 
 
@@ -319,20 +323,43 @@ def transition_table(checks: dict[tuple[int, int], dict], verdict: bool = True):
     return table(rows)
 
 
+def converged_table(rows: Sequence[dict], gate: float):
+    """The runs of F1 and F2 that passed the loss gate, per (experiment, d_hat, d) and k, as
+    "passed/runs", with how many stalled or diverged: whether a verdict rests on converged runs."""
+    out = []
+    for (e, dh, d) in sorted({(r["experiment"], r["d_hat"], r["d"]) for r in rows if r["experiment"] in ("F1", "F2")}):
+        sel = select(rows, experiment=e, d_hat=dh, d=d)
+        row = {"students": f"{e} ({VARIANTS[sel[0]['variant']]})", "d_hat": dh, "d": d}
+        for k in sorted({r["k"] for r in sel}):
+            at = select(sel, k=k)
+            row[f"k={k}"] = f"{sum(converged(r, gate) for r in at)}/{len(at)}"
+        row["stalled"] = sum(r["stalled"] and not converged(r, gate) for r in sel)
+        row["diverged"] = sum(r["diverged"] for r in sel)
+        out.append(row)
+    return table(out)
+
+
 def prop3_check(lam: Sequence[float], w: Sequence[float], k: int,
                 alphas: Sequence[float] = (0.1, 1.0, 10.0)) -> dict:
-    """C3: for each alpha, the construction fits j < k (error <= 1e-10) and departs by alpha at
-    j = k (to 1e-8). (That it is unbalanced needs no check: the j = 0 equation forces
-    :math:`\\sum_i v_i = 0`, so some :math:`v_i < 0`.)"""
-    fit, jump = [], []
+    """C3: for each alpha, the construction fits j < k and departs by exactly alpha at j = k, to
+    float64 round-off: each error at most 10 machine epsilons times the largest sum that cancels,
+    :math:`\\max_{j\\le k}\\sum_i|B_iC_i||A_{ii}|^j` (the extra modes' :math:`|v_i||\\mu_i|^j`
+    dominate; it grows with k and alpha, while a wrong construction errs by order alpha). (That it
+    is unbalanced needs no check: the j = 0 equation forces :math:`\\sum_i v_i = 0`, so some
+    :math:`v_i < 0`.)"""
+    fit, jump, bound = [], [], []
     h_hat = teacher_impulse(lam, w, k + 1)
+    j = torch.arange(k + 1, dtype=DTYPE)[:, None]
     for alpha in alphas:
         A, B, C, _ = prop3_student(lam, w, k, alpha)
         h = impulse_response(A[None], B[None], C[None], k + 1)[0]
         fit.append((h[:k] - h_hat[:k]).abs().max().item())
         jump.append(abs((h[k] - h_hat[k]).item() - alpha))
-    passed = max(fit) <= 1e-10 and max(jump) <= 1e-8
-    return {"max_fit_error": max(fit), "max_jump_error": max(jump), "passed": passed}
+        terms = (B * C).abs() * torch.diagonal(A).abs() ** j  # h_j's terms, A diagonal
+        bound.append(10 * torch.finfo(DTYPE).eps * terms.sum(1).max().item())
+    worst = max(max(f, j) / b for f, j, b in zip(fit, jump, bound))
+    return {"max_fit_error": max(fit), "max_jump_error": max(jump), "worst error / bound": worst,
+            "passed": worst <= 1}
 
 
 def spearman_link(rows: Sequence[dict]) -> dict:
@@ -508,11 +535,12 @@ def settings_table(S: Settings, profile: str):
     for dh, (lam, w, ks) in S.teachers.items():
         rows.append({"setting": f"teacher d_hat = {dh}: eigs; weights; k; steps",
                      "value": f"{', '.join(f'{x:g}' for x in lam)}; {', '.join(f'{x:g}' for x in w)}; "
-                              f"{_span(ks)}; {S.steps_for(dh, profile)}"})
+                              f"{_span(ks)}; {_budget(S, dh, profile)}"})
     rows += [
         {"setting": "seeds per (d_hat, k, variant)", "value": S.n_seeds},
         {"setting": "init scale sigma; step size", "value": f"{S.init_scale:g}; {S.lr:g}"},
-        {"setting": "runs frozen once", "value": f"L < {FREEZE_LOSS:g}"},
+        {"setting": "runs frozen once", "value": f"L < {FREEZE_LOSS:g}, or stalled (L down by < "
+                                                  f"{STALL_DROP:.0%} in {STALL_WINDOW:,} steps)"},
         {"setting": "horizon q of eps_q", "value": S.horizon_q},
         {"setting": "loss gate; eps tolerance above 2 d_hat", "value": f"{S.gate:g}; {S.tol:g}"},
         {"setting": "F5 init scales", "value": ", ".join(f"{x:g}" for x in S.scales)},
@@ -520,6 +548,14 @@ def settings_table(S: Settings, profile: str):
         {"setting": "GRU: k values; seeds per k", "value": f"{_span(S.gru_ks)}; {S.gru_seeds}"},
     ]
     return table(rows)
+
+
+def _budget(S: Settings, d_hat: int, profile: str) -> str:
+    """The step budget of a teacher's runs (as 1.5e5), with F2's (non-symmetric students) where it
+    differs."""
+    sym, nonsym = (f"{S.steps_for(d_hat, profile, v):.2g}".replace("e+0", "e").replace("e+", "e")
+                   for v in ("sym_bal", "nonsym"))
+    return sym if sym == nonsym else f"{sym} (F2: {nonsym})"
 
 
 def _span(ks: Sequence[int]) -> str:
