@@ -1230,6 +1230,7 @@ def test_book_inputs_track_sources(tmp_path, monkeypatch):
     monkeypatch.setattr(execute, "BOOK_ROOT", root)
     monkeypatch.setattr(execute, "CHAPTERS_DIR", root / "chapters")
     monkeypatch.setattr(execute, "FULL_RESULTS_DIR", root / "data" / "results" / "full")
+    monkeypatch.setattr(execute, "SURVEY_DIR", root / "data" / "results" / "survey")
     monkeypatch.setattr(execute, "BUILD_STAMP", tmp_path / "stamp.json")
     h = execute.book_inputs()
     assert execute.built_stamp() is None
@@ -1238,6 +1239,10 @@ def test_book_inputs_track_sources(tmp_path, monkeypatch):
     assert execute.build_book(offline=True, if_stale=True)["reused"]
     _claims(root / "data" / "results" / "full" / "x" / "claims.json")
     assert execute.book_inputs() != h  # committed full results are shown: a change rebuilds
+    with_full = execute.book_inputs()
+    (root / "data" / "results" / "survey").mkdir(parents=True)
+    (root / "data" / "results" / "survey" / "x.json").write_text("{}")
+    assert execute.book_inputs() != with_full  # and so is a committed seed survey
     h = execute.book_inputs()
     (root / "chapters" / "x.md").write_text("c")
     assert execute.book_inputs() != h and execute.built_stamp() is None
