@@ -223,3 +223,14 @@ def test_plot_prop3_short_student_horizon():
     lam, w = experiments.TEACHERS[2]
     fig = plots.plot_prop3(lam, w, 6, np.zeros(20))
     assert len(fig.axes[0].lines[0].get_xdata()) == 20
+
+
+def test_survey_margins_of_the_committed_survey():
+    from rnnbook.paths import SURVEY_DIR
+    rows = experiments.survey_margins(SURVEY_DIR / "extrapolation.json").records
+    assert [r["run"] for r in rows][:2] == ["seed 0", "seed 1"] and len(rows) >= 5
+    for r in rows:  # every headline value is on the passing side of its threshold
+        above, below = r["C1 (≤ 0.05 | ≥ 0.1)"].split(" | ")
+        assert float(above) <= 0.05 and (below == "—" or float(below) >= 0.1)
+        assert float(r["C3 (≤ 1)"]) <= 1 and float(r["C5 (≥ 1.5)"]) >= 1.5
+        assert max(map(float, r["C8 (≤ 0.6 | ≤ 0.6)"].split(" | "))) <= 0.6

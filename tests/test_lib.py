@@ -1197,8 +1197,8 @@ def test_survey_finds_moving_verdicts(tmp_path):
     assert claims_mod.unstable(s) == ["C1"]
     (tmp_path / "demo.json").write_text(json.dumps({"chapter": "demo", "variations": s}))
     rows = rnnbook.survey_table("demo", root=tmp_path).records
-    assert rows[2] == {"variation": "c", "C1": "partly", "C2": "reproduced"}
-    assert rows[-1] == {"variation": "same in all", "C1": "no", "C2": "yes"}
+    assert rows == [{"claim": "C1", "verdict in each run": "reproduced: a, b; partly: c", "same in all": "no"},
+                    {"claim": "C2", "verdict in each run": "reproduced (all 3)", "same in all": "yes"}]
     assert "No seed survey" in rnnbook.survey_table("other", root=tmp_path)
 
 

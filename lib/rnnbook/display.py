@@ -97,9 +97,9 @@ def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULT
 
 def survey_table(chapter: str, root: Path = SURVEY_DIR) -> Table | str:
     """The committed seed survey of ``chapter`` (``<root>/<chapter>.json``, made by
-    :func:`rnnbook.claims.survey`): one row per variation with each claim's verdict (✗ where the
-    check failed), and a last row saying whether each claim's verdict is the same in all; or a
-    note that none is committed."""
+    :func:`rnnbook.claims.survey`): one row per claim with its verdict in every variation (grouped:
+    "reproduced (all 9)" when it is the same everywhere, else each verdict with its variations; ✗
+    where the check failed); or a note that none is committed."""
     from rnnbook.claims import unstable
 
     path = root / f"{chapter}.json"
@@ -107,11 +107,17 @@ def survey_table(chapter: str, root: Path = SURVEY_DIR) -> Table | str:
         return f"No seed survey of this chapter is committed (data/results/survey/{chapter}.json)."
     runs = json.loads(path.read_text())["variations"]
     moving = set(unstable(runs))
-    ids = sorted({cid for v in runs.values() for cid in v}, key=lambda c: (len(c), c))
-    rows = [{"variation": name, **{cid: v[cid]["verdict"] + ("" if v[cid]["passed"] else " ✗")
-                                   if cid in v else "—" for cid in ids}} for name, v in runs.items()]
-    return table(rows + [{"variation": "same in all", **{cid: "no" if cid in moving else "yes"
-                                                         for cid in ids}}])
+    rows = []
+    for cid in sorted({cid for v in runs.values() for cid in v}, key=lambda c: (len(c), c)):
+        groups: dict[str, list[str]] = {}
+        for name, v in runs.items():
+            c = v.get(cid)
+            groups.setdefault(c["verdict"] + ("" if c["passed"] else " ✗") if c else "—", []).append(name)
+        verdicts = (f"{next(iter(groups))} (all {len(runs)})" if len(groups) == 1 else
+                    "; ".join(f"{g}: {', '.join(names)}" for g, names in groups.items()))
+        rows.append({"claim": cid, "verdict in each run": verdicts,
+                     "same in all": "no" if cid in moving else "yes"})
+    return table(rows)
 
 
 def full_figures_myst(chapter: str, root: Path = FULL_RESULTS_DIR) -> str:

@@ -8,9 +8,11 @@ the GRU students (C8, F3), the spectra (E1) and the diagonal students (E2), with
 """
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -547,6 +549,31 @@ def settings_table(S: Settings, profile: str):
         {"setting": "GRU: hidden size H; Adam steps; batch", "value": f"{S.gru_hidden}; {S.gru_steps}; {S.gru_batch}"},
         {"setting": "GRU: k values; seeds per k", "value": f"{_span(S.gru_ks)}; {S.gru_seeds}"},
     ]
+    return table(rows)
+
+
+def survey_margins(path: Path):
+    """The headline values of a committed seed survey (:func:`rnnbook.claims.survey`), one row per
+    variation, each column headed by its thresholds: for C1 and C2 the worst converged median
+    eps_q above the line and the best below it, C3's worst error over its round-off bound, C5's
+    slope, and C8's error ratio and beyond-window error at the largest k (quick thresholds)."""
+    def sides(value: dict) -> str:
+        above, below = [], []
+        for key, v in value.items():
+            dh = int(key.split(",")[0].split("=")[1])
+            for k, e in ((int(k), e) for k, e in v["median_eps"].items() if not isinstance(e, str)):
+                if k > 2 * dh:
+                    above.append(e)
+                elif 2 <= k < 2 * dh:
+                    below.append(e)
+        return f"{max(above):.3f} | " + (f"{min(below):.2f}" if below else "—")
+    rows = []
+    for name, c in json.loads(Path(path).read_text())["variations"].items():
+        v = {cid: x["value"] for cid, x in c.items()}
+        rows.append({"run": name, "C1 (≤ 0.05 | ≥ 0.1)": sides(v["C1"]), "C2 (≤ 0.05 | ≥ 0.1)": sides(v["C2"]),
+                     "C3 (≤ 1)": f"{max(x['worst error / bound'] for x in v['C3'].values()):.3f}",
+                     "C5 (≥ 1.5)": f"{v['C5']['slope']:.2f}",
+                     "C8 (≤ 0.6 | ≤ 0.6)": f"{v['C8']['ratio_large']:.2f} | {v['C8']['beyond_large']:.2f}"})
     return table(rows)
 
 
