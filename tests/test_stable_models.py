@@ -10,7 +10,8 @@ import pytest
 import torch
 from torch import nn
 
-from rnnbook.stable_models import constraints, datasets, experiments, models, plots, sections, settings, train
+from rnnbook.stable_models import (constraints, datasets, experiments, models, plots, sections, settings,
+                                   stack, train)
 from rnnbook.data import DataError, fetch
 from rnnbook.params import ParameterError
 
@@ -152,29 +153,103 @@ def test_fork_lstm_is_the_k1_truncation():
                               atol=1e-6)
 
 
+def _toy_jsb(n_train: int = 8, n_test: int = 2, T: int = 12) -> dict[str, list[torch.Tensor]]:
+    torch.manual_seed(1)
+    return {s: [(torch.rand(T - i % 3, 88) > 0.8).float() for i in range(n)]
+            for s, n in (("train", n_train), ("test", n_test))}
+
+
+def _one_model(cell: str, cfg: settings.TaskConfig, data, m: stack.Member) -> nn.Module:
+    """The oracle: one ``Net`` (``nn.LSTM`` / the tanh RNN, ``truncated_forward``) trained alone by
+    ``torch.optim.SGD`` with ``clip_grad_norm_`` and the projection, seed m.seed."""
+    net = models.make_net(cell, cfg, 88, 88, m.forget_bias, m.seed)
+    opt = torch.optim.SGD(net.parameters(), lr=cfg.lr)
+    gen = torch.Generator().manual_seed(m.seed)
+    xs, ys = stack.sequence_data("jsb", data, "train")
+    for _ in range(cfg.epochs):
+        order = torch.randperm(len(xs), generator=gen).tolist()
+        for s in range(0, len(order), cfg.batch):
+            idx = order[s:s + cfg.batch]
+            (x, mask), (y, _) = stack.padded([[xs[i] for i in idx]]), stack.padded([[ys[i] for i in idx]])
+            loss = stack.seq_losses("jsb", net(x[0], m.k)[None], y, mask)[0]
+            opt.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(net.parameters(), cfg.clip)
+            opt.step()
+            with torch.no_grad():
+                W, U = net.rnn.weight_hh_l0, net.rnn.weight_ih_l0
+                if m.constraint == "spectral":
+                    W.copy_(constraints.project_spectral(W))
+                elif m.constraint:
+                    W_new, U_new = constraints.constrain_lstm(W, U, m.constraint)
+                    W.copy_(W_new)
+                    U.copy_(U_new)
+    return net
+
+
+@pytest.mark.parametrize(("cell", "constraint"), [("rnn", "spectral"), ("lstm", "row"), ("lstm", "col_fork")])
+@pytest.mark.parametrize("truncated", [False, True])
+def test_a_stack_trains_each_member_as_if_alone(cell, constraint, truncated):
+    """Same numbers as one model trained alone for a fixed seed: members that differ in seed,
+    constraint and forget bias, stacked, recurrent or truncated (float32 rounding only)."""
+    cfg = settings.TaskConfig("jsb", 16, lr=0.5, clip=1.0, epochs=2, batch=2)
+    k = 3 if truncated else None
+    members = [stack.Member(0, None, k, 0.0), stack.Member(1, constraint, k, 0.0),
+               stack.Member(2, None, k, 1.0)]
+    data = _toy_jsb()
+    st = stack.make_stack(cell, cfg, 88, 88, members)
+    records = stack.train_stack("jsb", st, data)
+    for j, m in enumerate(members):
+        alone = _one_model(cell, cfg, data, m)
+        for n, p in alone.named_parameters():
+            assert torch.allclose(st.member_state(j)[n], p.detach(), atol=2e-5), (m, n)
+        xs, ys = stack.sequence_data("jsb", data, "test")
+        (x, mask), (y, _) = stack.padded([xs]), stack.padded([ys])
+        with torch.no_grad():
+            total, n = datasets.jsb_nll(alone(x[0], m.k), y[0], mask[0])
+        assert records[j].test == pytest.approx(total / n, rel=1e-5)
+
+
+@pytest.mark.parametrize("cell", settings.CELLS)
+@pytest.mark.parametrize("cutoffs", [(), (30,)])
+def test_stacked_language_model_loss_is_the_nets(cell, cutoffs):
+    """The stack's token NLL (full or adaptive softmax) and its carried state are ``Net``'s."""
+    cfg = settings.TaskConfig("ptb_word", 8, lr=1.0, clip=1.0, epochs=1, batch=3, emb=6, bptt=5,
+                              cutoffs=cutoffs)
+    members = [stack.Member(s, None, None, 0.0) for s in (0, 1)]
+    st, ids = stack.make_stack(cell, cfg, 50, 50, members), torch.randint(0, 50, (3, 11))
+    with torch.no_grad():
+        h, state = stack.lm_hidden(st, ids[:, :5], None, None)
+        h2, _ = stack.lm_hidden(st, ids[:, 5:10], state, None)
+        for j, m in enumerate(members):
+            net = models.make_net(cell, cfg, 50, 50, 0.0, m.seed).eval()
+            a, s_ = net.forward_state(ids[:, :5], None)
+            b, _ = net.forward_state(ids[:, 5:10], s_)
+            assert torch.allclose(h2[j], b, atol=1e-6)
+            assert float(st.token_nll(h2, ids[:, 6:11])[j]) == pytest.approx(
+                float(net.token_nll(b, ids[:, 6:11])), rel=1e-5)
+
+
 @pytest.mark.parametrize(("cell", "constraint"), [("rnn", "spectral"), ("lstm", "row")])
 def test_projections_hold_at_every_training_step(cell, constraint, monkeypatch):
     cfg = settings.TaskConfig("jsb", 16, lr=5.0, clip=10.0, epochs=1, batch=2)
-    net = models.make_net(cell, cfg, 88, 88, 0.0, 0)
-    torch.manual_seed(1)
-    data = {"train": [(torch.rand(12, 88) > 0.8).float() for _ in range(8)],
-            "test": [(torch.rand(12, 88) > 0.8).float() for _ in range(2)]}
+    st = stack.make_stack(cell, cfg, 88, 88, [stack.Member(0, constraint, None, 0.0),
+                                              stack.Member(1, None, None, 0.0)])
     after_step = []  # the constrained quantity after every projection, measured independently
-    measure = net.W_hh_norm if cell == "rnn" else lambda: constraints.lstm_row_ratio(net.rnn)
+    W, U = st.p("rnn.weight_hh_l0"), st.p("rnn.weight_ih_l0")
+    measure = ((lambda: float(constraints.spectral_norm(W[0].detach()))) if cell == "rnn" else
+               (lambda: float(constraints.lstm_row_ratios(W[0], U[0]))))
+    stabilize = st.stabilize_
 
-    def stabilize_(net_, c):
-        out = stabilize(net_, c)
+    def stabilize_():
+        out = stabilize()
         after_step.append(measure())
         return out
-    stabilize = models.stabilize_
-    monkeypatch.setattr(models, "stabilize_", stabilize_)
-    tr = train.train_sequences("jsb", net, cfg, data, constraint, 0)
+    monkeypatch.setattr(st, "stabilize_", stabilize_)
+    records = stack.train_stack("jsb", st, _toy_jsb())
     assert len(after_step) == 4 and max(after_step) <= 1 + 1e-5
-    assert 0.5 < tr.c1_max <= 1 + 1e-5
-    if cell == "rnn":
-        assert net.W_hh_norm() <= 1 + 1e-5
-    else:
-        assert constraints.lstm_row_ratio(net.rnn) <= 1 + 1e-5
+    assert 0.5 < records[0].c1_max <= 1 + 1e-5 and records[1].c1_max == 0.0
+    assert records[1].w_norms[-1] > 1  # the unconstrained member is left alone
 
 
 # ---------------------------------------------------------------------------- parameters
@@ -209,13 +284,13 @@ def test_contraction_estimate_of_a_contracting_rnn():
 
 
 @pytest.mark.parametrize(("w2", "w32", "passed", "verdict"), [
-    (3.4, 2.4, True, None), (3.4, 3.0, False, "partly"), (3.0, 3.1, False, "not reproduced")])
+    (3.4, 2.4, True, "partly"), (3.4, 3.25, False, "not reproduced"), (3.0, 3.1, False, "not reproduced")])
 def test_c9_rule(w2, w32, passed, verdict):
     S = settings.resolve(**RESOLVE)
-    assert (S.c9_seeds, S.c9_epochs, S.c9_nll) == ([0, 1, 2], 40, False)
-    assert experiments.c9_jobs(S) == [("jsb", "rnn", False, s, {"k": k, "epochs": 40}) for s in S.c9_seeds
+    assert (S.c9_seeds, S.c9_min_drop, S.c9_nll) == ([0, 1, 2], 0.2, False)
+    assert experiments.c9_jobs(S) == [("jsb", "rnn", False, s, {"k": k}) for s in S.c9_seeds
                              for k in (2, 32)]
-    runs = {(False, k, s): {"w_norms": [1.0] * 39 + [w + 0.1 * (s - 1)]} for s in S.c9_seeds
+    runs = {(False, k, s): {"w_norms": [1.0] * 14 + [w + 0.1 * (s - 1)]} for s in S.c9_seeds
             for k, w in ((2, w2), (32, w32))}
     trunc = {("rnn", s, k): {"test": 9.0 + (0.1 if k == 2 else 0.05) * s} for s in (False, True)
              for k in (2, 32)}  # instability's NLL advantage shrinks with k, as the paper says
@@ -223,21 +298,21 @@ def test_c9_rule(w2, w32, passed, verdict):
     assert (c9["passed"], c9["verdict"]) == (passed, verdict)
     assert c9["value"]["‖W‖₂ k=2"] == pytest.approx(w2)  # mean over the seeds
     assert c9["value"]["NLL(stable) − NLL(unstable), k=2"] == pytest.approx(0.1)  # F2's, reported
-    assert c9["value"]["‖W‖₂ drop at epoch 15, mean"] == 0.0
-    assert experiments.c9_drops(S, runs, 40) == pytest.approx([w2 - w32] * 3)
+    assert experiments.c9_drops(S, runs) == pytest.approx([w2 - w32] * 3)
 
 
-def test_c9_quick_is_partly_when_the_reported_nll_half_is_not_seen():
-    """Quick: the NLL half is reported, not checked; a stable model as good or better at k = 2
-    leaves the norm half's pass standing but makes the verdict 'partly'."""
+def test_c9_quick_does_not_judge_the_reported_nll_half():
+    """Quick: the NLL half is reported from one seed, not judged: whatever its sign, a norm half
+    that holds gives 'partly'."""
     S = settings.resolve(**RESOLVE)
-    runs = {(False, k, s): {"w_norms": [1.0] * 39 + [w]} for s in S.c9_seeds
+    runs = {(False, k, s): {"w_norms": [1.0] * 14 + [w]} for s in S.c9_seeds
             for k, w in ((2, 3.4), (32, 2.4))}
-    trunc = {("rnn", s, k): {"test": 9.0 - (0.05 if s else 0.0)} for s in (False, True)
-             for k in (2, 32)}
-    c9 = experiments.c9_check(S, trunc, runs)
-    assert (c9["passed"], c9["verdict"]) == (True, "partly")
-    assert "F2's" in c9["value"]["NLL runs"]
+    for sign in (1.0, -1.0):
+        trunc = {("rnn", s, k): {"test": 9.0 + sign * (0.1 if k == 2 else 0.01) * s}
+                 for s in (False, True) for k in (2, 32)}
+        c9 = experiments.c9_check(S, trunc, runs)
+        assert (c9["passed"], c9["verdict"]) == (True, "partly")
+        assert "F2's" in c9["value"]["NLL runs"]
 
 
 @pytest.mark.parametrize(("adv2", "adv32", "passed"), [
@@ -246,7 +321,7 @@ def test_c9_quick_is_partly_when_the_reported_nll_half_is_not_seen():
     ((0.10, 0.12, 0.08), (0.2, 0.2, 0.2), False)])    # not shrinking by k = 32
 def test_c9_rule_over_seeds(adv2, adv32, passed):
     S = settings.resolve(**{**RESOLVE, "profile": "full"})
-    assert (S.c9_seeds, S.c9_epochs, S.c9_nll) == (S.seeds, None, True)
+    assert (S.c9_seeds, S.c9_min_drop, S.c9_nll) == (S.seeds, 0.5, True)
     assert len(experiments.c9_jobs(S)) == 12  # three seeds x {unstable, stable} x k in {2, 32}
     runs = {(s, k, seed): {"test": 9.0 + (a if s else 0.0), "w_norms": [1.0, w]}
             for seed, a2, a32 in zip(S.c9_seeds, adv2, adv32) for s in (False, True)
@@ -344,6 +419,18 @@ def test_language_model_truncations_and_f5_on_toy_sizes(tmp_path):
     sections.f2_f4_figures(run, S, trunc, res, c9, lm)
     assert run.figures["F2"][0] == 3 and "3 seeds" in run.figures["F2"][1]
     assert run.figures["F4"][0] == 2 and "PTB characters" in run.figures["F4"][1]
+
+
+@pytest.mark.parametrize(("r_star", "verdict"), [(64, None), (128, None), (8, "partly"), (None, "not reproduced")])
+def test_c8_rule_compares_r_star_with_the_papers_80(r_star, verdict, monkeypatch):
+    """C8 (SM-1): contractive if some r <= 128 has S_r < 1; reproduced only if the first such r
+    is within a factor 2 of the paper's ~80 steps, else partly."""
+    rs = [2 ** j for j in range(8)]
+    S_hat = {r: 0.5 if r_star is not None and r >= r_star else 1.5 for r in rs}
+    monkeypatch.setattr(experiments, "estimate", lambda cache, S, td, e: S_hat)
+    S = settings.resolve(**RESOLVE | {"tasks": ["ptb_char"]})
+    c8 = experiments.c8_contraction(None, S, object())
+    assert (c8["value"]["r*"], c8["passed"], c8["verdict"]) == (r_star, r_star is not None, verdict)
 
 
 def test_contraction_estimates_listed_c8_first():

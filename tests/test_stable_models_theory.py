@@ -87,17 +87,13 @@ def test_projection_batched_equals_one_at_a_time():
     assert torch.equal(inside, W / 10)  # feasible matrices are left exactly as they are
 
 
-def test_in_place_projection_equals_the_svd_form():
-    """project_spectral_ (in place, used in training) = eq. (sm-proj), skipping feasible W."""
+def test_training_projection_equals_the_svd_form():
+    """project_spectral_feasible (used in training, batched) = eq. (sm-proj), skipping feasible W."""
     W = theory.random_matrices(6, 12, 4.0, torch.Generator().manual_seed(3))
-    for i in range(6):
-        P = W[i].clone()
-        constraints.project_spectral_(P)
-        assert torch.allclose(P, constraints.project_spectral(W[i]), rtol=0, atol=1e-12)
-    inside = W[0] / torch.linalg.matrix_norm(W[0], ord=2)
-    kept = inside * 0.99
-    constraints.project_spectral_(kept)
-    assert torch.equal(kept, inside * 0.99)  # a feasible W is left exactly as it is
+    inside = W[0] / torch.linalg.matrix_norm(W[0], ord=2) * 0.99
+    P = constraints.project_spectral_feasible(torch.cat([W, inside[None]]))
+    assert torch.allclose(P[:6], constraints.project_spectral(W), rtol=0, atol=1e-12)
+    assert torch.equal(P[6], inside)  # a feasible W is left exactly as it is
 
 
 def test_projection_is_the_nearest_feasible_point():
@@ -195,7 +191,7 @@ def test_truncated_grads_match_autograd():
 def test_weight_gap_runs_tiny_and_rules_can_fail():
     S = replace(theory.theory_settings("quick"), c4_N=30, c4_N_k=20, c4_ks=(1, 4, 8), c4_T=10)
     res = theory.weight_gap_runs(S, seed=0)
-    assert res["gap"].shape == (1, len(S.c4_schedules), 3, len(res["N"]))
+    assert res["gap"].shape == (5, len(S.c4_schedules), 3, len(res["N"]))
     assert np.all(res["final_finite"])
     assert np.all(res["gap"][..., 0, :] >= res["gap"][..., 2, :])  # k = 8 is closer than k = 1
     summary = theory.c4_summary(S, res)
@@ -207,6 +203,6 @@ def test_weight_gap_runs_tiny_and_rules_can_fail():
 
 
 def test_settings_validate_profile():
-    assert theory.theory_settings("full").c4_instances == 5
+    assert theory.theory_settings("full").c4_instances == theory.theory_settings("quick").c4_instances == 5
     with pytest.raises(rnnbook.ParameterError, match="profile"):
         theory.theory_settings("huge")

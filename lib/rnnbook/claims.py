@@ -120,6 +120,12 @@ def survey(runs: dict[str, Path]) -> dict[str, dict[str, dict]]:
                    for c in load(path)} for name, path in runs.items()}
 
 
+def survey_values(path: Path) -> dict[str, dict]:
+    """Each claim's value in every run of a committed seed survey (:func:`survey`)."""
+    return {name: {cid: x["value"] for cid, x in c.items()}
+            for name, c in json.loads(Path(path).read_text())["variations"].items()}
+
+
 def unstable(variations: dict[str, dict[str, dict]]) -> list[str]:
     """The claims of a :func:`survey` whose verdict or check result is not the same in every
     variation."""

@@ -8,7 +8,6 @@ the GRU students (C8, F3), the spectra (E1) and the diagonal students (E2), with
 """
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -552,12 +551,6 @@ def settings_table(S: Settings, profile: str):
     return table(rows)
 
 
-def survey_values(path: Path) -> dict[str, dict]:
-    """Each claim's value in every run of a committed seed survey (:func:`rnnbook.claims.survey`)."""
-    return {name: {cid: x["value"] for cid, x in c.items()}
-            for name, c in json.loads(Path(path).read_text())["variations"].items()}
-
-
 def survey_margins(path: Path):
     """The headline values of a committed seed survey (:func:`rnnbook.claims.survey`), one row per
     variation, each column headed by its thresholds: for C1 and C2 the worst converged median
@@ -574,7 +567,7 @@ def survey_margins(path: Path):
                     below.append(e)
         return f"{max(above):.3f} | " + (f"{min(below):.2f}" if below else "—")
     rows = []
-    for name, v in survey_values(path).items():
+    for name, v in claims.survey_values(path).items():
         rows.append({"run": name, "C1 (≤ 0.05 | ≥ 0.1)": sides(v["C1"]), "C2 (≤ 0.05 | ≥ 0.1)": sides(v["C2"]),
                      "C3 (≤ 1)": f"{max(x['worst error / bound'] for x in v['C3'].values()):.3f}",
                      "C5 (≥ 1.5)": f"{v['C5']['slope']:.2f}",

@@ -11,9 +11,12 @@ stably on data.
 - :mod:`~rnnbook.stable_models.datasets`: JSB, ATIS, PTB and WikiText-2, and their metrics (§4).
 - :mod:`~rnnbook.stable_models.settings`: the tasks' configurations (Table 1's settings) and the
   chapter's parameters.
-- :mod:`~rnnbook.stable_models.models`: the tanh RNN and LSTM networks, stable or not, and one SGD step.
-- :mod:`~rnnbook.stable_models.train`: training loops, the gradient-decay probe (Fig. 3), the
-  contraction estimate :math:`\\hat S_r` (§4.3), and cached runs in worker processes.
+- :mod:`~rnnbook.stable_models.models`: the tanh RNN and LSTM networks, stable or not, the tanh
+  recurrence's hand-written BPTT and the learning-rate schedule.
+- :mod:`~rnnbook.stable_models.stack`: many models of one task, cell and truncation trained as one
+  batched program (projected SGD per member).
+- :mod:`~rnnbook.stable_models.train`: cached runs, grouped into stacks in worker processes, the
+  gradient-decay probe (Fig. 3) and the contraction estimate :math:`\\hat S_r` (§4.3).
 - :mod:`~rnnbook.stable_models.experiments`: Table 1 (C5, C6, C7), the truncation sweeps (C9, C11),
   E3's fork-style LSTM, the contraction claims (C8, E2) and F5's runs (C12).
 - :mod:`~rnnbook.stable_models.sections`: the sections that compute, draw and check: F2 and F4, F3

@@ -4,14 +4,18 @@ Serves the chapter "stable_models" (spec §3). For the tanh RNN :math:`h_t = \\t
 a sufficient condition for stability is :math:`\\|W\\|_2 < 1`; projected SGD keeps :math:`W` in
 :math:`\\{\\|W\\|_2 \\le 1\\}` after every step (App. C). For the LSTM, the sufficient :math:`\\ell_\\infty`
 conditions of Prop. 2 become row-sum bounds on each recurrent block (and on the forget gate's input
-block :math:`U_f`), enforced by rescaling rows. Also the depth-k truncated forward pass (§3.1).
+block :math:`U_f`), enforced by rescaling rows, as the paper's implementation "normalizes" the rows
+(App. C). The bounds are the authors' fork's (``millerjohnp/TCN``, ``TCN/poly_music/model.py`` at
+``ecfd231``: "one set of weights satisfying stability requirement"), which rescales columns
+instead (``col_fork``). Also the depth-k truncated forward pass (§3.1).
 """
 from __future__ import annotations
 
 import torch
 
 
-# Row-sum bounds c of the stable LSTM (spec §3), per gate of PyTorch's (i, f, g=z, o) layout.
+# Bounds c of the stable LSTM, the authors' fork's constants (applied to rows here, as App. C;
+# to columns in the fork), per gate of PyTorch's (i, f, g=z, o) layout.
 LSTM_W_BOUNDS = {"i": 0.395, "f": 0.155, "z": 0.099, "o": 0.395}
 LSTM_U_F_BOUND = 0.25
 LSTM_CONSTRAINTS = ("row", "col_fork")
@@ -30,43 +34,37 @@ def project_spectral(W: torch.Tensor, max_norm: float = 1.0) -> torch.Tensor:
     return (U * S.clamp(max=max_norm).unsqueeze(-2)) @ Vh
 
 
-def project_spectral_(W: torch.Tensor, max_norm: float = 1.0) -> None:
-    """Project ``W`` in place (under ``no_grad``) after a training step: one SVD, and ``W`` is left
-    as it is when already feasible. (Eigenvalues of :math:`W^\\top W` are cheaper but, in float32,
-    overshoot :math:`\\|P(W)\\|_2 \\le 1` by up to 1e-4.)"""
-    with torch.no_grad():
-        U, S, Vh = torch.linalg.svd(W, full_matrices=False)
-        if S.max() > max_norm:
-            W.copy_((U * S.clamp(max=max_norm).unsqueeze(-2)) @ Vh)
+def project_spectral_feasible(W: torch.Tensor, max_norm: float = 1.0) -> torch.Tensor:
+    """The projection after a training step (batched over leading dimensions): one SVD per
+    matrix, and a matrix already feasible is returned as it is. (Eigenvalues of
+    :math:`W^\\top W` are cheaper but, in float32, overshoot :math:`\\|P(W)\\|_2 \\le 1` by up to 1e-4.)"""
+    U, S, Vh = torch.linalg.svd(W, full_matrices=False)
+    over = (S.amax(-1) > max_norm)[..., None, None]
+    return torch.where(over, (U * S.clamp(max=max_norm).unsqueeze(-2)) @ Vh, W)
 
 
 def _rescale(block: torch.Tensor, c: float, mode: str) -> torch.Tensor:
-    """Rows (``row``: :math:`\\min(1, c/\\sum_j|W_{ij}|)`) or columns (``col_fork``: always
-    :math:`c/\\sum_i|W_{ij}|`, as the authors' fork does) of one block, rescaled."""
+    """Rows (``row``: :math:`\\min(1, c/\\sum_j|W_{ij}|)`, rows below their bound left as they are:
+    our choice, where App. C's "normalizes" and the fork suggest always :math:`c/\\sum_j|W_{ij}|`) or
+    columns (``col_fork``: always :math:`c/\\sum_i|W_{ij}|`, as the authors' fork does) of one
+    block (batched over leading dimensions), rescaled."""
     if mode == "row":
-        return block * (c / block.abs().sum(1, keepdim=True).clamp(min=1e-30)).clamp(max=1.0)
-    return block * (c / block.abs().sum(0, keepdim=True).clamp(min=1e-30))
+        return block * (c / block.abs().sum(-1, keepdim=True).clamp(min=1e-30)).clamp(max=1.0)
+    return block * (c / block.abs().sum(-2, keepdim=True).clamp(min=1e-30))
 
 
 def constrain_lstm(weight_hh: torch.Tensor, weight_ih: torch.Tensor, mode: str = "row"
                    ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The stable LSTM's constraint (spec §3, ``constrain_lstm``) on PyTorch's stacked
-    ``weight_hh`` (4H×H, gates i, f, z, o) and ``weight_ih`` (4H×m; only :math:`U_f` is bounded)."""
+    """The stable LSTM's constraint (rows: App. C; the fork's bounds) on PyTorch's stacked
+    ``weight_hh`` (4H×H, gates i, f, z, o) and ``weight_ih`` (4H×m; only :math:`U_f` is bounded),
+    batched over leading dimensions (the models of a stack)."""
     if mode not in LSTM_CONSTRAINTS:
         raise ValueError(f"lstm_constraint must be one of {LSTM_CONSTRAINTS}, got {mode!r}")
-    blocks = weight_hh.chunk(4, dim=0)
-    weight_hh = torch.cat([_rescale(b, LSTM_W_BOUNDS[g], mode) for g, b in zip(GATES, blocks)])
-    U_i, U_f, U_z, U_o = weight_ih.chunk(4, dim=0)
-    weight_ih = torch.cat([U_i, _rescale(U_f, LSTM_U_F_BOUND, mode), U_z, U_o])
+    blocks = weight_hh.chunk(4, dim=-2)
+    weight_hh = torch.cat([_rescale(b, LSTM_W_BOUNDS[g], mode) for g, b in zip(GATES, blocks)], -2)
+    U_i, U_f, U_z, U_o = weight_ih.chunk(4, dim=-2)
+    weight_ih = torch.cat([U_i, _rescale(U_f, LSTM_U_F_BOUND, mode), U_z, U_o], -2)
     return weight_hh, weight_ih
-
-
-def constrain_lstm_(lstm: torch.nn.LSTM, mode: str = "row") -> None:
-    """Apply :func:`constrain_lstm` in place to a one-layer ``nn.LSTM`` after an SGD step."""
-    with torch.no_grad():
-        W, U = constrain_lstm(lstm.weight_hh_l0, lstm.weight_ih_l0, mode)
-        lstm.weight_hh_l0.copy_(W)
-        lstm.weight_ih_l0.copy_(U)
 
 
 def truncated_forward(rnn: torch.nn.Module, x: torch.Tensor, k: int | None) -> torch.Tensor:
@@ -90,11 +88,12 @@ def truncated_forward(rnn: torch.nn.Module, x: torch.Tensor, k: int | None) -> t
     return torch.cat([head, tail], 1)
 
 
-def lstm_row_ratio(lstm: torch.nn.LSTM) -> float:
+def lstm_row_ratios(weight_hh: torch.Tensor, weight_ih: torch.Tensor) -> torch.Tensor:
     """C1-train: the largest row sum :math:`\\sum_j|W_{ij}|` of each constrained block divided by
-    its bound c (at most 1 after :func:`constrain_lstm_` in mode ``row``)."""
+    its bound c (at most 1 after :func:`constrain_lstm` in mode ``row``), per matrix of the
+    leading dimensions."""
     with torch.no_grad():
-        blocks = list(zip(GATES, lstm.weight_hh_l0.chunk(4, 0)))
-        ratios = [b.abs().sum(1).max() / LSTM_W_BOUNDS[g] for g, b in blocks]
-        ratios.append(lstm.weight_ih_l0.chunk(4, 0)[1].abs().sum(1).max() / LSTM_U_F_BOUND)
-        return float(max(ratios))
+        blocks = zip(GATES, weight_hh.chunk(4, -2))
+        ratios = [b.abs().sum(-1).amax(-1) / LSTM_W_BOUNDS[g] for g, b in blocks]
+        ratios.append(weight_ih.chunk(4, -2)[1].abs().sum(-1).amax(-1) / LSTM_U_F_BOUND)
+        return torch.stack(ratios).amax(0)

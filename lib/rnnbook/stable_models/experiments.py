@@ -6,12 +6,15 @@ E2) and the runs of F5 (C12); every training run goes through :func:`rnnbook.sta
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import NamedTuple, TYPE_CHECKING
 
 import numpy as np
 import torch
 from torch import nn
 
+from rnnbook import claims
+from rnnbook.display import Table, table
 from rnnbook.stable_models import constraints
 from rnnbook.stable_models.settings import CELLS, METRIC, TASK_NAMES
 from rnnbook.stable_models.train import (contraction_estimate, embedded_windows, fit, fit_jobs,
@@ -220,11 +223,10 @@ def lm_truncation_sweep(cache, S: Settings, tds: dict[str, TaskData],
 
 
 def c9_jobs(S: Settings) -> list[Job]:
-    """C9's runs: the unstable JSB RNN at k = 2 and 32 for every seed of ``S.c9_seeds``, trained
-    ``S.c9_epochs`` epochs (None: Table 1's, so that the first seed's runs are F2's); with the NLL
-    half (``S.c9_nll``, full profile) also the stable RNN."""
-    w = {"epochs": S.c9_epochs} if S.c9_epochs else {}
-    return [("jsb", "rnn", s, seed, {"k": k} | w) for seed in S.c9_seeds
+    """C9's runs: the unstable JSB RNN at k = 2 and 32 for every seed of ``S.c9_seeds``, with
+    Table 1's settings (so that the first seed's runs are F2's); with the NLL half (``S.c9_nll``,
+    full profile) also the stable RNN."""
+    return [("jsb", "rnn", s, seed, {"k": k}) for seed in S.c9_seeds
             for s in ((False, True) if S.c9_nll else (False,)) for k in (2, 32)]
 
 
@@ -239,12 +241,13 @@ def c9_runs(cache, S: Settings, td: TaskData | None, progress=lambda it, **kw: i
 
 
 def c9_check(S: Settings, trunc: dict, runs: dict) -> dict:
-    """C9: ‖W‖₂ of the unstable JSB RNN at k = 2 exceeds that at k = 32 by at least 0.5, as means
-    over the seeds of ``runs`` (:func:`c9_runs`). The NLL half, NLL(stable) − NLL(unstable): with
+    """C9: ‖W‖₂ of the unstable JSB RNN at k = 2 exceeds that at k = 32 by at least
+    ``S.c9_min_drop`` (full profile 0.5, the specification's; quick 0.2), as means over the seeds of
+    ``runs`` (:func:`c9_runs`). The NLL half, NLL(stable) − NLL(unstable): with
     ``S.c9_nll`` its mean over seeds must exceed one standard deviation at k = 2 and be smaller at
-    k = 32; otherwise it is reported from F2's runs (``trunc``, one seed). "Partly" if ‖W‖₂ falls
-    with k but a check fails, or the reported NLL half is not seen (advantage ≤ 0 at k = 2 or not
-    smaller at k = 32)."""
+    k = 32 ("partly" if only the norm half holds); otherwise (quick) it is reported from F2's runs
+    (``trunc``, one seed, whose sign changes with the seed) and not judged, so that the verdict is
+    at most "partly": the norm half alone."""
     if not runs:
         return {"value": "jsb not in tasks", "passed": False, "verdict": "inconclusive"}
     w2, w32 = (float(np.mean([runs[(False, k, seed)]["w_norms"][-1] for seed in S.c9_seeds]))
@@ -256,26 +259,27 @@ def c9_check(S: Settings, trunc: dict, runs: dict) -> dict:
         adv = {k: [trunc[("rnn", True, k)]["test"] - trunc[("rnn", False, k)]["test"]]
                for k in (2, 32)}
     value = {"‖W‖₂ k=2": w2, "‖W‖₂ k=32": w32, "seeds": len(S.c9_seeds),
-             "epochs": S.c9_epochs or S.configs["jsb"].epochs,
+             "epochs": S.configs["jsb"].epochs,
              "NLL runs": "C9's" if S.c9_nll else f"F2's (seed {S.seeds[0]}), reported",
              "NLL(stable) − NLL(unstable), k=2": float(np.mean(adv[2])),
              "NLL(stable) − NLL(unstable), k=32": float(np.mean(adv[32]))}
-    if S.c9_epochs:  # the same runs at Table 1's length, where one seed's drop sits near 0.5
-        t1 = S.configs["jsb"].epochs
-        value[f"‖W‖₂ drop at epoch {t1}, mean"] = float(np.mean(c9_drops(S, runs, t1)))
+    value["‖W‖₂ drop per seed"] = c9_drops(S, runs)
     sd = float(np.std(adv[2], ddof=1)) if S.c9_nll else 0.0
     nll_seen = bool(np.mean(adv[2]) > sd and np.mean(adv[32]) < np.mean(adv[2]))
     if S.c9_nll:
         value["NLL sd over seeds, k=2"] = sd
-    passed = w2 - w32 >= 0.5 and (nll_seen or not S.c9_nll)
-    verdict = "partly" if w2 > w32 else "not reproduced"
-    return {"value": value, "passed": bool(passed),
-            "verdict": None if passed and nll_seen else verdict}
+    falls = w2 - w32 >= S.c9_min_drop
+    passed = falls and (nll_seen or not S.c9_nll)
+    if S.c9_nll:
+        verdict = None if passed else "partly" if w2 > w32 else "not reproduced"
+    else:
+        verdict = "partly" if falls else "not reproduced"
+    return {"value": value, "passed": bool(passed), "verdict": verdict}
 
 
-def c9_drops(S: Settings, runs: dict, epoch: int) -> list[float]:
-    """C9: ‖W‖₂(k=2) − ‖W‖₂(k=32) of the unstable RNN after ``epoch`` epochs, one per seed."""
-    w = {k: [runs[(False, k, s)]["w_norms"][epoch - 1] for s in S.c9_seeds] for k in (2, 32)}
+def c9_drops(S: Settings, runs: dict) -> list[float]:
+    """C9: ‖W‖₂(k=2) − ‖W‖₂(k=32) of the unstable RNN at the end of training, one per seed."""
+    w = {k: [runs[(False, k, s)]["w_norms"][-1] for s in S.c9_seeds] for k in (2, 32)}
     return [float(a - b) for a, b in zip(w[2], w[32])]
 
 
@@ -357,7 +361,7 @@ def estimates(S: Settings) -> dict[str, Estimate]:
 
 def estimate(cache, S: Settings, td: TaskData, e: Estimate) -> dict[int, float]:
     """One estimate of :func:`estimates`: :math:`\\hat S_r` of the trained model on windows of
-    its test data (:func:`contraction_estimate`), through the results cache."""
+    its training data (:func:`contraction_estimate`, App. C), through the results cache."""
     seed = S.seeds[0]
 
     def compute() -> dict:
@@ -383,15 +387,22 @@ def _estimate_job(args: tuple) -> None:
     estimate(rc.Cache(cache_dir, version), S, worker_task(e.task, S), e)
 
 
+C8_PAPER_R = 80  # §4.3: the character-level LSTM is "iteratively stable" for about 80 steps
+
+
 def c8_contraction(cache, S: Settings, td: TaskData | None) -> dict:
-    """C8: Ŝ_r of the unconstrained char LSTM for r = 1, 2, 4, ..., 128 (20 starts × 200 steps
-    quick, × 1000 full); passes if some r ≤ 128 has Ŝ_r < 1."""
+    """C8: Ŝ_r of the unconstrained char LSTM for r = 1, 2, 4, ..., 128 on training-set inputs
+    (20 starts × 200 steps quick, × 1000 full, as App. C); contractive if some r ≤ 128 has
+    Ŝ_r < 1. Reproduced if the smallest such r* is within a factor 2 of the paper's ≈80 (r* = 64 or
+    128 on this grid), "partly" if it contracts far sooner or later."""
     if td is None:
         return {"value": "ptb_char not in tasks", "passed": False, "verdict": "inconclusive"}
     S_hat = estimate(cache, S, td, estimates(S)["c8"])
     r_star = smallest_contracting_r(S_hat)
+    near = r_star is not None and C8_PAPER_R / 2 <= r_star <= 2 * C8_PAPER_R
+    verdict = None if near else "partly" if r_star is not None else "not reproduced"
     return {"value": {"Ŝ_r": S_hat, "r*": r_star, "paper (char / word)": "≈80 / ≈100"},
-            "passed": r_star is not None}
+            "passed": r_star is not None, "verdict": verdict}
 
 
 def f5_runs(S: Settings) -> list[dict]:
@@ -405,3 +416,30 @@ def f5_jobs(S: Settings) -> list[Job]:
     if S.f5_task not in S.tasks:
         return []
     return [(S.f5_task, c, False, S.seeds[0], w) for c in S.f5_cells for w in f5_runs(S)]
+
+
+# ============================================================================ the seed survey
+def survey_margins(path: Path) -> Table | str:
+    """The values of a committed seed survey (:func:`rnnbook.claims.survey`) that sit nearest their
+    thresholds (quick profile, in the column heads), one row per run: C4's largest α/t and smallest
+    constant-step slope, C5's largest gap over its tolerance and the word RNN's perplexity ratio,
+    C6's character gaps, C8's r*, C9's mean norm drop and C11's largest spread."""
+    if not path.exists():
+        return f"No seed survey of this chapter is committed ({path.name})."
+    rows = []
+    for name, v in claims.survey_values(path).items():
+        slopes, c5, tol = v["C4"]["slopes at k = 4"], v["C5"], C5_TOL["quick"]
+        worst = max(c5[f"{t}/{c}"] / tol[t] for t in tol for c in c5_cells(t))
+        rows.append({
+            "run": name,
+            "C4 slope, α/t (≤ 0.25) | constant (≥ 0.1)":
+                f"{max(slopes['1/t'], slopes['2/t']):.2f} | "
+                f"{min(slopes[a] for a in ('0.05', '0.2', '0.5')):.2f}",
+            "C5 largest gap / tolerance (≤ 1)": f"{worst:.2f}",
+            "C5 word RNN ppl ratio (0.9 to 1.1)": f"{c5['ptb_word/rnn ppl ratio']:.3f}",
+            "C6 char gap, LSTM (≥ 0.1) | RNN": f"{v['C6']['char LSTM gap (bpc)']:.2f} | "
+                                                f"{v['C6']['char RNN gap (bpc)']:.2f}",
+            "C8 r* (paper ≈ 80)": v["C8"]["r*"],
+            "C9 ‖W‖₂ drop (≥ 0.2)": f"{v['C9']['‖W‖₂ k=2'] - v['C9']['‖W‖₂ k=32']:.2f}",
+            "C11 largest spread (≤ 0.15)": f"{max(v['C11'].values()):.3f}"})
+    return table(rows)

@@ -2,16 +2,15 @@
 
 One-layer tanh RNNs and LSTMs with an embedding (or input layer) and a readout, *unstable* (plain)
 or *stable* (projected after every SGD step: :math:`\\|W\\|_2 \\le 1` for the RNN, the LSTM's row-sum
-constraint; :mod:`rnnbook.stable_models.constraints`), the SGD step with clipping and the learning
-rate schedule.
+constraint; :mod:`rnnbook.stable_models.constraints`), the tanh recurrence with its hand-written
+BPTT (shared with the stacked models of :mod:`rnnbook.stable_models.stack`, which train them) and
+the learning-rate schedule.
 """
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -25,27 +24,31 @@ if TYPE_CHECKING:
 
 
 # ============================================================================ the model
-class _TanhRecurrence(torch.autograd.Function):
-    """:math:`h_t = \\tanh(Wh_{t-1} + p_t)` over time-major pre-activations :math:`p_t = Ux_t + b`,
-    with a hand-written backward pass (BPTT): one autograd node for the whole sequence, where
-    ``nn.RNN`` on a CPU builds several per step (``bench/stable_models.py`` times a training epoch)."""
+class StackedTanh(torch.autograd.Function):
+    """:math:`h_t = \\tanh(Wh_{t-1} + p_t)` for M models at once (time-major pre-activations
+    :math:`p_t = Ux_t + b`: T x M x N x H, ``W``: M x H x H), with a hand-written backward pass
+    (BPTT): one autograd node for the whole sequence, where ``nn.RNN`` on a CPU builds several per
+    step (``bench/stable_models.py``)."""
 
     @staticmethod
-    def forward(ctx, pre: torch.Tensor, W: torch.Tensor, h0: torch.Tensor) -> torch.Tensor:
-        out, h, W_T = torch.empty_like(pre), h0, W.t()
-        for t in range(pre.shape[0]):
-            h = torch.addmm(pre[t], h, W_T, out=out[t]).tanh_()
+    def forward(ctx, p: torch.Tensor, W: torch.Tensor, h0: torch.Tensor) -> torch.Tensor:
+        out, h, W_T = torch.empty_like(p), h0, W.transpose(1, 2)
+        for t in range(p.shape[0]):
+            h = torch.baddbmm(p[t], h, W_T, out=out[t]).tanh_()
         ctx.save_for_backward(out, W, h0)
         return out
 
     @staticmethod
     def backward(ctx, g: torch.Tensor):
         out, W, h0 = ctx.saved_tensors
-        g_pre, dtanh, g_h = torch.empty_like(out), 1 - out * out, torch.zeros_like(h0)
+        g_p, dtanh, g_h = torch.empty_like(out), 1 - out * out, torch.zeros_like(h0)
         for t in range(out.shape[0] - 1, -1, -1):
-            g_h = torch.mul(g[t] + g_h, dtanh[t], out=g_pre[t]) @ W
+            g_h = torch.bmm(torch.mul(g[t] + g_h, dtanh[t], out=g_p[t]), W)
         h_prev = torch.cat([h0[None], out[:-1]], 0)
-        return g_pre, g_pre.flatten(0, 1).t() @ h_prev.flatten(0, 1), g_h
+        M, H = W.shape[0], W.shape[1]
+        g_W = torch.bmm(g_p.transpose(0, 1).reshape(M, -1, H).transpose(1, 2),
+                        h_prev.transpose(0, 1).reshape(M, -1, H))
+        return g_p, g_W, g_h
 
 
 class TanhRNN(nn.Module):
@@ -66,8 +69,9 @@ class TanhRNN(nn.Module):
     def recur(self, pre: torch.Tensor, h0: torch.Tensor | None = None) -> torch.Tensor:
         """The states :math:`h_t = \\tanh(Wh_{t-1} + p_t)` from the pre-activations (batch-first)."""
         h0 = pre.new_zeros(pre.shape[0], self.hidden_size) if h0 is None else h0
-        out = _TanhRecurrence.apply(pre.transpose(0, 1).contiguous(), self.weight_hh_l0, h0)
-        return out.transpose(0, 1)
+        out = StackedTanh.apply(pre.transpose(0, 1)[:, None].contiguous(), self.weight_hh_l0[None],
+                                h0[None])
+        return out[:, 0].transpose(0, 1)
 
     def forward(self, x: torch.Tensor, h0: torch.Tensor | None = None):
         out = self.recur(self.project(x), None if h0 is None else h0[0])
@@ -135,83 +139,37 @@ def make_net(cell: str, cfg: TaskConfig, n_in: int, n_out: int, forget_bias: flo
     return Net(cell, n_in, n_out, cfg.hidden, cfg.emb, forget_bias, cfg.dropout, cfg.cutoffs)
 
 
-def stabilize_(net: Net, constraint: str | None) -> float:
-    """The projection step after every SGD step (App. C / §4): ``"spectral"`` projects the RNN's
-    :math:`W` onto :math:`\\|W\\|_2 \\le 1`, ``"row"``/``"col_fork"`` constrain the LSTM. Returns
-    the LSTM's C1-train quantity afterwards (the largest row-sum / bound), else 0: the RNN's
-    ``‖W‖₂`` is measured where it is logged (an SVD per step would double the cost)."""
-    if constraint is None:
-        return 0.0
-    if constraint == "spectral":
-        constraints.project_spectral_(net.rnn.weight_hh_l0)
-        return 0.0
-    constraints.constrain_lstm_(net.rnn, constraint)
-    return constraints.lstm_row_ratio(net.rnn)
-
-
 def constraint_of(cell: str, stable: bool, lstm_constraint: str) -> str | None:
     return None if not stable else ("spectral" if cell == "rnn" else lstm_constraint)
 
 
-@dataclass
-class Trained:
-    """What a training run leaves: the net, the test metric, ‖W_hh‖₂ after each epoch (E1), the
-    largest C1-train quantity over all steps, and optional weight snapshots per epoch (F5)."""
-
-    net: Net
-    test: float
-    w_norms: list[float]
-    c1_max: float
-    snapshots: list[torch.Tensor] = field(default_factory=list)
-
-    def summary(self) -> dict:
-        return {"test": self.test, "w_norms": np.array(self.w_norms), "c1_max": self.c1_max}
-
-
-def flat_weights(net: Net, recurrent_only: bool = False) -> torch.Tensor:
-    """F5's weight vector w: every parameter, or only :math:`W_{hh}` (the language models, our
-    choice: WikiText-2's embedding and softmax would add 43M numbers to every epoch's snapshot)."""
-    if recurrent_only:
-        return net.rnn.weight_hh_l0.detach().flatten().cpu()
-    return torch.cat([p.detach().flatten() for p in net.parameters()])
-
-
-def sgd_step(net: Net, opt: torch.optim.Optimizer, loss: torch.Tensor, clip: float,
-             constraint: str | None) -> float:
-    """One step of (projected) SGD with gradient-norm clipping."""
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    nn.utils.clip_grad_norm_(net.parameters(), clip)
-    opt.step()
-    return stabilize_(net, constraint)
-
-
 class Schedule:
-    """Learning-rate decay and best-validation selection (full profile): ``fork`` divides by 10
-    when the validation loss exceeds the max of the last three (after epoch 10) and stops after
-    three decays; ``plateau`` divides by 4 when it does not improve; ``best`` only selects."""
+    """One model's learning-rate decay and best-validation selection (full profile): ``fork``
+    divides by 10 when the validation loss exceeds the max of the last three (after epoch 10) and
+    stops after three decays; ``plateau`` divides by 4 when it does not improve; ``best`` only
+    selects. ``lr`` is the current step size."""
 
-    def __init__(self, kind: str | None, opt: torch.optim.Optimizer, lower_is_better: bool):
-        self.kind, self.opt, self.sign = kind, opt, 1 if lower_is_better else -1
+    def __init__(self, kind: str | None, lr: float, lower_is_better: bool):
+        self.kind, self.lr, self.sign = kind, lr, 1 if lower_is_better else -1
         self.history: list[float] = []
         self.best: tuple[float, dict] | None = None
         self.decays = 0
 
-    def update(self, net: Net, val: float, epoch: int) -> bool:
-        """Record the epoch's validation metric; return True to stop."""
+    def update(self, val: float, epoch: int, state: Callable[[], dict]) -> bool:
+        """Record the epoch's validation metric (``state()``: the model's parameters, kept if best);
+        return True to stop."""
         v = self.sign * val
         if self.best is None or v < self.best[0]:
-            self.best = (v, copy.deepcopy(net.state_dict()))
+            self.best = (v, state())
         decay = ((self.kind == "fork" and epoch >= 10 and len(self.history) >= 3
                   and v > max(self.history[-3:]))
                  or (self.kind == "plateau" and self.history and v >= min(self.history)))
         self.history.append(v)
         if decay:
             self.decays += 1
-            for g in self.opt.param_groups:
-                g["lr"] /= 10 if self.kind == "fork" else 4
+            self.lr /= 10 if self.kind == "fork" else 4
         return self.kind == "fork" and self.decays >= 3
 
-    def restore(self, net: Net) -> None:
-        if self.kind is not None and self.best is not None:
-            net.load_state_dict(self.best[1])
+    def best_state(self) -> dict | None:
+        """The best-validation parameters to restore (None without a schedule)."""
+        return self.best[1] if self.kind is not None and self.best is not None else None

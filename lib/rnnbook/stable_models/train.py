@@ -1,15 +1,16 @@
-"""Training and stability diagnostics of the stable-models chapter (Miller & Hardt 2019, §3-§4).
+"""Training runs and stability diagnostics of the stable-models chapter (Miller & Hardt 2019, §3-§4).
 
-Training loops for the sequence tasks (JSB, ATIS) and the language models (PTB, WikiText-2),
-optionally as depth-k truncated models (§3.1); the gradient-decay probe of Fig. 3; the data-dependent
-contraction estimate :math:`\\hat S_r` (§4.3); and :func:`fit`, one training run through the results
-cache, run two at a time in worker processes (:func:`prefit`).
+:func:`fit`, one training run through the results cache, and :func:`prefit`, which groups a
+sweep's runs into stacks (:mod:`rnnbook.stable_models.stack`: one batched program per task, cell
+and configuration) and trains the stacks two at a time in worker processes; the gradient-decay
+probe of Fig. 3 and the data-dependent contraction estimate :math:`\\hat S_r` (§4.3), both on
+training-set inputs (App. C).
 """
 from __future__ import annotations
 
 import copy
+import json
 import math
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -17,12 +18,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch.nn.utils.rnn import pad_sequence
 
 from rnnbook.stable_models import datasets
-from rnnbook.stable_models.models import (Schedule, Trained, constraint_of, flat_weights, make_net,
-                                          sgd_step)
+from rnnbook.stable_models.models import constraint_of, make_net
 from rnnbook.stable_models.settings import TaskConfig
+from rnnbook.stable_models.stack import Member, train_members
 
 if TYPE_CHECKING:
     from rnnbook.stable_models.models import Net
@@ -35,156 +35,6 @@ def initial_W_hh_norm(S: Settings, td: TaskData, cell: str) -> float:
     with torch.random.fork_rng():
         return make_net(cell, S.configs[td.task], td.n_in, td.n_out, S.lstm_forget_bias,
                         S.seeds[0]).W_hh_norm()
-
-
-# ============================================================================ sequence tasks
-def pad_batch(xs: list[torch.Tensor], ys: list[torch.Tensor]):
-    """Pad a batch of sequences (batch-first) and return the mask of real steps."""
-    x, y = pad_sequence(xs, batch_first=True), pad_sequence(ys, batch_first=True)
-    mask = pad_sequence([torch.ones(len(a)) for a in xs], batch_first=True)
-    return x, y, mask
-
-
-def jsb_pairs(seqs: list[torch.Tensor]) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-    """x = seq[:-1], y = seq[1:] (spec §7)."""
-    return [s[:-1] for s in seqs], [s[1:] for s in seqs]
-
-
-def seq_loss(task: str, logits: torch.Tensor, y: torch.Tensor, mask: torch.Tensor
-             ) -> torch.Tensor:
-    """Training loss per real step: BCE summed over 88 keys (JSB, per-frame mean) or token CE."""
-    if task == "jsb":
-        frame = F.binary_cross_entropy_with_logits(logits, y, reduction="none").sum(-1)
-    else:
-        frame = F.cross_entropy(logits.transpose(1, 2), y, reduction="none")
-    return (frame * mask).sum() / mask.sum()
-
-
-def evaluate_jsb(net: Net, seqs: list[torch.Tensor], k: int | None = None) -> float:
-    """Test NLL per frame (nats), all chorales padded into one batch."""
-    with torch.no_grad():
-        x, y, mask = pad_batch(*jsb_pairs(seqs))
-        total, n = datasets.jsb_nll(net(x, k), y, mask)
-    return total / n
-
-
-def evaluate_atis(net: Net, data: datasets.Atis, split: str = "test", k: int | None = None) -> float:
-    """conlleval slot F1 (%) of the argmax tags."""
-    words = [torch.tensor(w) for w in data.words[split]]
-    tags = [torch.tensor(t) for t in data.tags[split]]
-    with torch.no_grad():
-        x, _, _ = pad_batch(words, tags)
-        pred = net(x, k).argmax(-1)
-    name = data.tag_vocab
-    gold = [[name[i] for i in t.tolist()] for t in tags]
-    guess = [[name[i] for i in p[:len(t)].tolist()] for p, t in zip(pred, tags)]
-    return datasets.conlleval_f1(gold, guess)
-
-
-def train_sequences(task: str, net: Net, cfg: TaskConfig, data, constraint: str | None,
-                    seed: int, k: int | None = None, snapshots: bool = False,
-                    log: Callable[[str], None] | None = None) -> Trained:
-    """(Projected) SGD on JSB or ATIS: shuffled minibatches of ``cfg.batch`` padded sequences,
-    loss per real step, clipping, then the projection after every step (spec §3)."""
-    if task == "jsb":
-        xs, ys = jsb_pairs(data["train"])
-        evaluate = lambda split: evaluate_jsb(net, data[split], k)  # noqa: E731
-    else:
-        xs = [torch.tensor(w) for w in data.words["train"]]
-        ys = [torch.tensor(t) for t in data.tags["train"]]
-        evaluate = lambda split: evaluate_atis(net, data, split, k)  # noqa: E731
-    opt = torch.optim.SGD(net.parameters(), lr=cfg.lr)
-    sched = Schedule(cfg.schedule, opt, lower_is_better=task == "jsb")
-    gen = torch.Generator().manual_seed(seed)
-    c1, norms, snaps = 0.0, [], [flat_weights(net)] if snapshots else []
-    for epoch in range(cfg.epochs):
-        order = torch.randperm(len(xs), generator=gen).tolist()
-        for s in range(0, len(order), cfg.batch):
-            idx = order[s:s + cfg.batch]
-            x, y, mask = pad_batch([xs[i] for i in idx], [ys[i] for i in idx])
-            c1 = max(c1, sgd_step(net, opt, seq_loss(task, net(x, k), y, mask), cfg.clip,
-                                  constraint))
-        norms.append(net.W_hh_norm())
-        if snapshots:
-            snaps.append(flat_weights(net))
-        if cfg.schedule and sched.update(net, evaluate("valid"), epoch):
-            break
-    sched.restore(net)
-    c1 = max(norms) if constraint == "spectral" else c1  # the projected RNN's logged ‖W‖₂
-    return Trained(net, evaluate("test"), norms, c1, snaps)
-
-
-# ============================================================================ language models
-def batchify(ids: torch.Tensor, batch: int) -> torch.Tensor:
-    """The token stream cut into ``batch`` parallel streams (batch x L)."""
-    L = len(ids) // batch
-    return ids[:L * batch].view(batch, L)
-
-
-def lm_chunks(stream: torch.Tensor, bptt: int, k: int | None):
-    """(input, target, context) chunks; a truncated model gets the ``k-1`` previous inputs."""
-    L = stream.shape[1]
-    for s in range(0, L - 1, bptt):
-        n = min(bptt, L - 1 - s)
-        ctx = None
-        if k is not None:
-            lo = max(0, s - k + 1)
-            ctx = stream[:, lo:s]
-        yield stream[:, s:s + n], stream[:, s + 1:s + 1 + n], ctx
-
-
-def detach(state):
-    if state is None:
-        return None
-    return tuple(s.detach() for s in state) if isinstance(state, tuple) else state.detach()
-
-
-def evaluate_lm(net: Net, ids: torch.Tensor, bptt: int, k: int | None = None,
-                batch: int = 10) -> tuple[float, int]:
-    """Total NLL (nats) and token count of a split, eval batch 10, state carried (spec §7)."""
-    net.eval()
-    stream, total, n, state = batchify(ids, batch).to(next(net.parameters()).device), 0.0, 0, None
-    with torch.no_grad():
-        for x, y, ctx in lm_chunks(stream, bptt, k):
-            h, state = net.forward_state(x, state, k, ctx)
-            total += float(net.token_nll(h, y))
-            n += y.numel()
-    net.train()
-    return total, n
-
-
-def train_lm(task: str, net: Net, cfg: TaskConfig, corpus: datasets.Corpus, constraint: str | None,
-             k: int | None = None, device: torch.device = torch.device("cpu"),
-             log_every: int = 50, snapshots: bool = False) -> Trained:
-    """Truncated-BPTT (projected) SGD over the training stream, state carried between chunks;
-    ``‖W_hh‖₂`` is logged every ``log_every`` steps (E1), :math:`W_{hh}` after every epoch if
-    ``snapshots`` (F5). Metric: bpc (char) or ppl (words)."""
-    net.to(device)
-    opt = torch.optim.SGD(net.parameters(), lr=cfg.lr)
-    sched = Schedule(cfg.schedule, opt, lower_is_better=True)
-    stream = batchify(corpus.ids["train"], cfg.batch).to(device)
-    metric = datasets.bpc if task == "ptb_char" else datasets.ppl
-    c1, norms, step = 0.0, [], 0
-    snaps = [flat_weights(net, recurrent_only=True)] if snapshots else []
-    for epoch in range(cfg.epochs):
-        state = None
-        for x, y, ctx in lm_chunks(stream, cfg.bptt, k):
-            h, state = net.forward_state(x, detach(state), k, ctx)
-            loss = net.token_nll(h, y) / y.numel()
-            c1 = max(c1, sgd_step(net, opt, loss, cfg.clip, constraint))
-            step += 1
-            if step % log_every == 0:
-                norms.append(net.W_hh_norm())
-        if snapshots:
-            snaps.append(flat_weights(net, recurrent_only=True))
-        if cfg.schedule and sched.update(net, metric(*evaluate_lm(net, corpus.ids["valid"],
-                                                                  cfg.bptt, k)), epoch):
-            break
-    sched.restore(net)
-    norms.append(net.W_hh_norm())
-    c1 = max(norms) if constraint == "spectral" else c1
-    return Trained(net, metric(*evaluate_lm(net, corpus.ids["test"], cfg.bptt, k)), norms, c1,
-                   snaps)
 
 
 # ============================================================================ Fig. 3: gradient decay
@@ -321,35 +171,43 @@ def fit_key(S: Settings, task: str, cell: str, stable: bool, seed: int, kwargs: 
         "snapshots": kwargs.get("snapshots", False)}
 
 
+def member_of(S: Settings, job: Job) -> tuple[tuple, Member, str, dict]:
+    """A job's stack (task, cell, configuration, snapshots, truncation k), its member, and its
+    cache name and configuration."""
+    task, cell, stable, seed, kwargs = job
+    name, config = fit_key(S, task, cell, stable, seed, kwargs)
+    m = Member(seed, config["constraint"], config["k"], config["forget_bias"])
+    key = (task, cell, json.dumps(config["cfg"], sort_keys=True), config["snapshots"], config["k"])
+    return key, m, name, config
+
+
+def train_group(cache, S: Settings, td: TaskData, jobs: list[Job]) -> None:
+    """Train the jobs of one stack (those not cached yet) as one batched program into ``cache``."""
+    parts = [member_of(S, j) for j in jobs]
+    (task, cell, cfg, snapshots, _), name = parts[0][0], parts[0][2]
+    config = TaskConfig(**json.loads(cfg))
+    device = S.lm_device if config.bptt else torch.device("cpu")
+    member = {json.dumps(c, sort_keys=True): m for _, m, _, c in parts}
+
+    def compute(configs: list[dict]) -> list[dict]:
+        todo = [member[json.dumps(c, sort_keys=True)] for c in configs]
+        return train_members(task, cell, config, td.data, td.n_in, td.n_out, todo, device,
+                             snapshots)
+    cache.cached_batch(name, [c for *_, c in parts], compute)
+
+
 def fit(cache, S: Settings, td: TaskData, cell: str, stable: bool, seed: int,
         k: int | None = None, constraint: str | None = None, forget_bias: float | None = None,
-        epochs: int | None = None, snapshots: bool = False, threads: int | None = None
-        ) -> tuple[dict, Net]:
-    """Train one model (or load it from ``cache``, keyed by task, model, constraint, k, seed and
-    settings, so the full profile resumes) and return its summary and the trained net."""
-    name, config = fit_key(S, td.task, cell, stable, seed, dict(
-        k=k, constraint=constraint, forget_bias=forget_bias, epochs=epochs, snapshots=snapshots))
+        epochs: int | None = None, snapshots: bool = False) -> tuple[dict, Net]:
+    """One model's summary and trained net, from ``cache`` (keyed by task, model, constraint, k,
+    seed and settings, so the full profile resumes); trained alone if not there yet."""
+    job = (td.task, cell, stable, seed, dict(k=k, constraint=constraint, forget_bias=forget_bias,
+                                             epochs=epochs, snapshots=snapshots))
+    _, m, name, config = member_of(S, job)
+    train_group(cache, S, td, [job])
+    res = cache.get(name, config)
     cfg = TaskConfig(**config["cfg"])
-    constraint, fb = config["constraint"], config["forget_bias"]
-
-    def compute() -> dict:
-        wall, cpu = time.perf_counter(), time.process_time()
-        lm = cfg.bptt > 0
-        torch.set_num_threads(threads or (2 if lm else 1))  # softmax-bound LM: 2 threads
-        net = make_net(cell, cfg, td.n_in, td.n_out, fb, seed)
-        if lm:
-            tr = train_lm(td.task, net, cfg, td.data, constraint, k, S.lm_device,
-                          snapshots=snapshots)
-        else:
-            tr = train_sequences(td.task, net, cfg, td.data, constraint, seed, k, snapshots)
-        out = tr.summary() | {f"p.{n}": v.cpu().numpy() for n, v in net.state_dict().items()}
-        out |= {"wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu}
-        if snapshots:
-            out["snapshots"] = torch.stack(tr.snapshots).numpy()
-        return out
-
-    res = cache.cached(name, config, compute)
-    net = make_net(cell, cfg, td.n_in, td.n_out, fb, seed)
+    net = make_net(cell, cfg, td.n_in, td.n_out, m.forget_bias, seed)
     net.load_state_dict({n[2:]: torch.from_numpy(np.asarray(v)) for n, v in res.items()
                          if n.startswith("p.")})
     return {n: v for n, v in res.items() if not n.startswith("p.")}, net.eval()
@@ -359,12 +217,12 @@ Job = tuple  # (task, cell, stable, seed, fit keyword arguments)
 _WORKER_DATA: dict[str, TaskData] = {}
 
 
-def _fit_job(args: tuple) -> None:
-    """Worker of :func:`prefit`: train one model into the shared cache."""
+def _group_job(args: tuple) -> None:
+    """Worker of :func:`prefit`: train one stack into the shared cache."""
     import rnnbook.cache as rc
-    cache_dir, version, S, (task, cell, stable, seed, kwargs) = args
-    fit(rc.Cache(cache_dir, version), S, worker_task(task, S), cell, stable, seed, threads=1,
-        **kwargs)  # keyed by the parent's code version, even if lib/ changed since
+    cache_dir, version, S, jobs = args
+    train_group(rc.Cache(cache_dir, version), S, worker_task(jobs[0][0], S), jobs)
+    # keyed by the parent's code version, even if lib/ changed since
 
 
 def worker_task(task: str, S: Settings) -> TaskData:
@@ -386,22 +244,36 @@ def in_workers(fn: Callable[[tuple], None], args: list[tuple], workers: int,
             pass
 
 
+def stacks(S: Settings, jobs: list[Job]) -> list[list[Job]]:
+    """The jobs grouped into stacks (:func:`member_of`), duplicates dropped, costliest first."""
+    groups: dict[tuple, list[Job]] = {}
+    for j in jobs:
+        group = groups.setdefault(member_of(S, j)[0], [])
+        if j not in group:
+            group.append(j)
+    return sorted(groups.values(), key=lambda g: -stack_cost(S, g))
+
+
 def prefit(cache, S: Settings, jobs: list[Job], workers: int = 2,
            progress=lambda it, **kw: it) -> None:
-    """Train independent models in ``workers`` processes, one thread each (two cores, two
-    models at a time), longest first; each writes its cache entry, which :func:`fit` then loads."""
-    todo = sorted((j for j in jobs if not cache.path(*fit_key(S, *j)).exists()),
-                  key=lambda j: -job_cost(S, j))  # longest first: both workers stay busy
-    if workers > 1 and len(todo) > 1:
-        in_workers(_fit_job, [(cache.directory, cache.code, S, j) for j in todo], workers,
+    """Train the jobs not cached yet, grouped into stacks, in ``workers`` processes with one
+    thread each (two cores: two stacks at a time), costliest first; each stack writes its cache
+    entries, which :func:`fit` then loads."""
+    todo = [j for j in jobs if not cache.path(*fit_key(S, *j)).exists()]
+    groups = stacks(S, todo)
+    if workers > 1 and len(groups) > 1:
+        in_workers(_group_job, [(cache.directory, cache.code, S, g) for g in groups], workers,
                    progress)
 
 
 def fit_jobs(cache, S: Settings, tds: Mapping[str, TaskData], jobs: list[Job],
              progress=lambda it, **kw: it) -> list[tuple[dict, Net]]:
-    """Train ``jobs`` in the workers (:func:`prefit`), then load each as :func:`fit` returns it
-    (summary, net), in the order of ``jobs``; ``tds``: the data of every task the jobs train."""
+    """Train ``jobs`` as stacks (:func:`prefit`, or here if one stack), then load each as
+    :func:`fit` returns it (summary, net), in the order of ``jobs``; ``tds``: the data of every
+    task the jobs train."""
     prefit(cache, S, jobs, S.workers, progress)
+    for g in stacks(S, [j for j in jobs if not cache.path(*fit_key(S, *j)).exists()]):
+        train_group(cache, S, tds[g[0][0]], g)
     return [fit(cache, S, tds[t], c, s, seed, **w) for t, c, s, seed, w in jobs]
 
 
@@ -413,11 +285,17 @@ def job_cost(S: Settings, job: Job) -> float:
     return per_epoch[task] * epochs * (1 + (kwargs.get("k") or 0) / (8 if cell == "lstm" else 16))
 
 
+def stack_cost(S: Settings, jobs: list[Job]) -> float:
+    """A stack's rough cost: its members' (:func:`job_cost`); stacking makes each cheaper, alike."""
+    return sum(job_cost(S, j) for j in jobs)
+
+
 def embedded_windows(net: Net, td: TaskData, n: int = 64, length: int = 128, seed: int = 0
                      ) -> torch.Tensor:
-    """Data inputs for the contraction estimate: ``n`` windows of the test data (JSB: the test
-    chorales joined end to end; LM: the test stream), embedded (n x length x m)."""
-    stream = torch.cat(td.data["test"]) if td.task == "jsb" else td.data.ids["test"]
+    """Data inputs for the contraction estimate: ``n`` windows of the training data (App. C: the
+    paper's estimate uses training-set inputs; JSB: the training chorales joined end to end; LM:
+    the training stream), embedded (n x length x m)."""
+    stream = torch.cat(td.data["train"]) if td.task == "jsb" else td.data.ids["train"]
     gen = torch.Generator().manual_seed(seed)
     start = torch.randint(0, len(stream) - length, (n,), generator=gen).tolist()
     with torch.no_grad():
