@@ -6,6 +6,7 @@ import math
 import shutil
 import urllib.request
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -431,6 +432,24 @@ def test_c8_rule_compares_r_star_with_the_papers_80(r_star, verdict, monkeypatch
     S = settings.resolve(**RESOLVE | {"tasks": ["ptb_char"]})
     c8 = experiments.c8_contraction(None, S, object())
     assert (c8["value"]["r*"], c8["passed"], c8["verdict"]) == (r_star, r_star is not None, verdict)
+
+
+@pytest.mark.parametrize(("gaps", "passed"), [
+    ({5: [0, 1, 2, 3], 10: [0, .1, .9, .8], 40: [0, 0, .01, .5]}, True),   # a dip in one epoch
+    ({5: [0, 1, 2, 3], 10: [0, .9, .5, .8], 40: [0, 0, .01, .5]}, False),  # ends below epoch 1
+    ({5: [0, 1, 2, 3], 10: [0, .1, .2, .4], 40: [0, 0, .01, .5]}, False)])  # not falling in k
+def test_c12_rule_growth_over_training_and_order_in_k(gaps, passed, monkeypatch):
+    """C12: the final gap falls strictly in k, and each gap ends above its first-epoch value."""
+    S = settings.resolve(**RESOLVE)
+    ref = np.zeros((4, 1))
+    snaps = {k: ref + np.array(g, dtype=float)[:, None] for k, g in gaps.items()} | {65: ref}
+    monkeypatch.setattr(sections, "fit_jobs", lambda cache, S_, tds, jobs, progress: [
+        ({"snapshots": snaps[w["k"]]}, None) for *_, w in jobs])
+    monkeypatch.setattr(plots, "plot_f5", lambda *a, **kw: None)
+    run = _Run(None)
+    run.save_figure = lambda *a: None
+    td = train.TaskData("jsb", None, 88, 88)
+    assert sections.f5_weight_gaps(run, S, td)["passed"] == passed
 
 
 def test_contraction_estimates_listed_c8_first():

@@ -94,7 +94,8 @@ def e2_contraction(run, S: Settings, tds: dict) -> dict:
 def f5_weight_gaps(run, S: Settings, td: TaskData | None) -> dict:
     """F5/C12: models trained with truncation k and the reference k = ``S.f5_ref`` (same init and
     data order; ``td``: the data of ``S.f5_task``); for every model the final gap must decrease
-    strictly in k and grow over the epochs."""
+    strictly in k and, for every k, end above its value after the first epoch (growth over
+    training; single epochs may dip, the largest dip is reported)."""
     if td is None:
         return {"value": f"{S.f5_task} not in tasks", "passed": False, "verdict": "inconclusive"}
     jobs = f5_jobs(S)
@@ -114,7 +115,7 @@ def f5_weight_gaps(run, S: Settings, td: TaskData | None) -> dict:
     for c, by_k in gaps.items():
         final = [by_k[k][-1] for k in S.f5_k]
         in_k &= all(a > b for a, b in zip(final, final[1:]))
-        in_epochs &= all(all(b >= a for a, b in zip(v, v[1:])) for v in by_k.values())
+        in_epochs &= all(v[-1] > v[1] for v in by_k.values())
         value |= {f"{c.upper()} final k={k}": by_k[k][-1] for k in S.f5_k}
         value |= {f"{c.upper()} largest drop over an epoch, k={k}":
                   max(0.0, *(a - b for a, b in zip(v, v[1:]))) for k, v in by_k.items()}
