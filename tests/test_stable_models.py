@@ -224,8 +224,8 @@ def test_stacked_language_model_loss_is_the_nets(cell, cutoffs):
         h2, _ = stack.lm_hidden(st, ids[:, 5:10], state, None)
         for j, m in enumerate(members):
             net = models.make_net(cell, cfg, 50, 50, 0.0, m.seed).eval()
-            a, s_ = net.forward_state(ids[:, :5], None)
-            b, _ = net.forward_state(ids[:, 5:10], s_)
+            _, s_ = net.rnn(net.embed(ids[:, :5]))
+            b, _ = net.rnn(net.embed(ids[:, 5:10]), s_)
             assert torch.allclose(h2[j], b, atol=1e-6)
             assert float(st.token_nll(h2, ids[:, 6:11])[j]) == pytest.approx(
                 float(net.token_nll(b, ids[:, 6:11])), rel=1e-5)

@@ -109,16 +109,6 @@ class Net(nn.Module):
         """Logits from the recurrent model (``k=None``) or its depth-k truncation (§3.1)."""
         return self.decoder(self.drop(constraints.truncated_forward(self.rnn, self.embed(x), k)))
 
-    def forward_state(self, x: torch.Tensor, state, k: int | None = None, context=None):
-        """Language models: the outputs over a chunk with the state carried from the last chunk;
-        a truncated model instead sees the ``k-1`` previous tokens ``context`` (no state)."""
-        if k is None:
-            out, state = self.rnn(self.embed(x), state)
-            return self.drop(out), state
-        full = torch.cat([context, x], 1)
-        h = constraints.truncated_forward(self.rnn, self.embed(full), k)[:, context.shape[1]:]
-        return self.drop(h), None
-
     def token_nll(self, h: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Language models: the summed NLL of the target tokens ``y`` given the outputs ``h``."""
         h, y = h.flatten(0, -2), y.flatten()

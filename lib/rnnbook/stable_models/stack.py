@@ -260,7 +260,7 @@ def evaluate_sequences(stack: Stack, task: str, data, split: str, chunk: int = 1
     return [datasets.conlleval_f1(gold, [[name[i] for i in p] for p in pj]) for pj in pred]
 
 
-def sequence_epoch(stack: Stack, task: str, xs, ys, gens: list[torch.Generator]
+def sequence_epoch(stack: Stack, xs, ys, gens: list[torch.Generator]
                    ) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     """One epoch's minibatches, every member shuffling with its own generator (its seed)."""
     orders = [torch.randperm(len(xs), generator=g).tolist() for g in gens]
@@ -359,7 +359,7 @@ def train_stack(task: str, stack: Stack, data, snapshots: bool = False, log_ever
                 if step % log_every == 0:
                     _log(norms, stack.W_hh_norms(), active)
         else:
-            for x, y, mask in sequence_epoch(stack, task, xs, ys, gens):
+            for x, y, mask in sequence_epoch(stack, xs, ys, gens):
                 logits = stack.decode(stack.hidden(x.to(lr.device)))
                 loss = seq_losses(task, logits, y.to(lr.device), mask.to(lr.device))
                 c1 = torch.maximum(c1, stack.sgd_step_(loss, step_lr))
