@@ -30,10 +30,7 @@ BAD_PARAMETERS = {
 
 
 # claims our quick profile does not reproduce, each explained in its chapter: they must fail
-KNOWN_FAILURES = {
-    # T = 6: the multi-output minimiser b* rises continuously (largest step 0.023 < 0.2), no threshold
-    "learning_dynamics": {"C10"},
-}
+KNOWN_FAILURES: dict[str, set[str]] = {}
 
 
 @pytest.mark.parametrize("chapter", chapters())

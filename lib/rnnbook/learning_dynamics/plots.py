@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import MaxNLocator, NullFormatter
 
 from rnnbook.learning_dynamics import experiments, theory
 
@@ -21,7 +21,7 @@ def _plt():
 
 
 def plot_f1(f1s: Sequence[dict]):
-    """F1 (Figs. 2, A1): ac and b against the GD step, one row per T; decoupled GD solid, theory
+    """F1 (App. E, Fig. A1): ac and b against the GD step, one row per T; decoupled GD solid, theory
     dashed (eq. 47 with b frozen at λ; Taylor b-flow with u frozen at δ), joint GD dotted; one
     legend below the panels."""
     plt = _plt()
@@ -91,8 +91,9 @@ def plot_f3(f3: dict):
                 axes[2 * it, j].plot(x, f3["b"][it, j, ik], color=col, label=f"$\\kappa$={kap:g}")
                 axes[2 * it + 1, j].plot(x, f3["u"][it, j, ik], color=col)
             if fam != "dirac":
-                b0, u0 = theory.zero_loss_solution(fam, int(T), x if fam == "constant" else 1.0,
-                                            1.0 if fam == "constant" else x)
+                with np.errstate(divide="ignore"):  # exp at λ = 0: b* = 1/λ is off the axes
+                    b0, u0 = theory.zero_loss_solution(fam, int(T), x if fam == "constant" else 1.0,
+                                                       1.0 if fam == "constant" else x)
                 axes[2 * it, j].plot(x, b0 * np.ones_like(x), ":k", lw=1.2)
                 axes[2 * it + 1, j].plot(x, u0 * np.ones_like(x), ":k", lw=1.2)
             axes[2 * it, j].set_ylim(-0.1, 3)
@@ -180,23 +181,33 @@ def plot_f9(f9: dict):
     return fig
 
 
-def plot_f10(f10: dict):
-    """F10 (App. M): learned b against β/κ on the T-output Dirac task, one colour per T: GD (dots),
-    the exact global minimiser (thin line) and, drawn on top, the feedforward branch
-    :func:`~rnnbook.learning_dynamics.theory.feedforward_b` (thick dashed, where it is below 0.5)."""
+def plot_f10(f10: dict[str, dict]):
+    """F10 (rebuttal; App. M's loss): learned b on the T-output tasks, one colour per T: GD (dots)
+    and the exact global minimiser (line). Left: the lag-consistent construction against
+    (β/κ)/r_c, with C10's bounds r_c/3 and 3 r_c dotted. Right: the first-input variant against β/κ,
+    with its feedforward branch :func:`~rnnbook.learning_dynamics.theory.feedforward_b` (thick dashed,
+    where it is below 0.5)."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4))
-    for i, T in enumerate(f10["T"]):
-        ax.plot(f10["ratio"], f10["b"][i], "o", ms=6, mfc="none", color=f"C{i}", label=f"T={T}: GD")
-        ax.plot(f10["fine"], f10["b_star"][i], "-", lw=1, color=f"C{i}")
-        r = f10["fine"][f10["fine"] <= (int(T) - 1) / 4]  # there the branch is <= 0.5
-        ax.plot(r, theory.feedforward_b(r, int(T)), "--", color=f"C{i}", lw=3, alpha=0.6, zorder=5)
-    ax.plot([], [], "-k", lw=1, label="global minimiser")
-    ax.plot([], [], "--k", lw=3, alpha=0.6, label="feedforward branch")
-    for x in (0.3, 3):
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 4))
+    lag, var = f10["lag"], f10["first_input"]
+    for i, T in enumerate(lag["T"]):
+        r_c = lag["r_c"][i]
+        ax.plot(lag["ratio"][i] / r_c, lag["b"][i], "o", ms=6, mfc="none", color=f"C{i}", label=f"T={T}")
+        ax.plot(lag["fine"][i] / r_c, lag["b_star"][i], "-", lw=1, color=f"C{i}")
+        bx.plot(var["ratio"][i], var["b"][i], "o", ms=6, mfc="none", color=f"C{i}", label=f"T={T}")
+        bx.plot(var["fine"][i], var["b_star"][i], "-", lw=1, color=f"C{i}")
+        r = var["fine"][i][var["fine"][i] <= (int(T) - 1) / 4]  # there the branch is <= 0.5
+        bx.plot(r, theory.feedforward_b(r, int(T)), "--", color=f"C{i}", lw=3, alpha=0.6, zorder=5)
+    for x in (1 / 3, 3):
         ax.axvline(x, color="0.6", lw=1, ls=":")
-    ax.set(xscale="log", xlabel="$\\beta/\\kappa$", ylabel="learned $b$")
-    ax.legend()
+    ax.plot([], [], "-k", lw=1, label="global minimiser")
+    bx.plot([], [], "--k", lw=3, alpha=0.6, label="feedforward branch")
+    ax.set(xscale="log", xlabel="$(\\beta/\\kappa)\\,/\\,r_c$", ylabel="learned $b$",
+           title="lag-consistent ($s_{T,1}=\\beta$)")
+    ax.set_xticks([0.2, 0.5, 1, 2, 5], ["0.2", "0.5", "1", "2", "5"])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    bx.set(xscale="log", xlabel="$\\beta/\\kappa$", title="first-input variant ($s_{t,1}=\\beta$)")
+    ax.legend(), bx.legend()
     return fig
 
 
@@ -220,13 +231,17 @@ def plot_e1(Ts=(5, 10, 20, 50)):
 
 
 def plot_e2(tab: dict, gd: dict):
-    """E2: (a) exact onset β against the box bound B for each T, with β = 1; (b) final |b| of GD on
-    the Dirac task (T = 6) against s_1/s_T for each b0."""
+    """E2: (a) exact onset β against the box bound B for each T, its T -> inf limit
+    :func:`~rnnbook.learning_dynamics.theory.onset_limit` (dashed), β = 1 and the paper's 1.08
+    (dotted); (b) final |b| of GD on the Dirac task (T = 6) against s_1/s_T for each b0."""
     plt = _plt()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     for i, T in enumerate(tab["T"]):
         axes[0].plot(tab["B"], tab["onset"][i], "o-", color=f"C{i}", label=f"T={T}", zorder=3)
-    axes[0].axhline(1, color="0.4", lw=0.8, ls="--", zorder=1)  # behind the T = 4 line
+    B = np.geomspace(tab["B"].min(), tab["B"].max(), 200)
+    axes[0].plot(B, theory.onset_limit(B), "--k", lw=1.2, label="$T\\to\\infty$", zorder=4)
+    for y in (1, 1.08):  # behind the T = 4 line
+        axes[0].axhline(y, color="0.4", lw=0.8, ls=":", zorder=1)
     axes[0].set(xscale="log", xlabel="box bound $B$ on $b$", ylabel="onset $\\beta$", title="(a)")
     axes[0].set_xticks(tab["B"], [f"{b:g}" for b in tab["B"]])
     axes[0].minorticks_off()
@@ -271,33 +286,34 @@ def plot_f6(ntk: dict, gate: float = 1e-3):
 
 
 def plot_f6_extra(wide: dict, sep: dict, gate: float = 1e-3):
-    """F6, full profile: A5 (unaligned, wide hidden layer) over (T, σ), and A7 (aligned, separate
-    initial b = σ_b and a = c = σ) over (σ_b, σ) for each T of ``sep``."""
+    """F6, full profile: A5 (unaligned, wide hidden layer) over (T, σ), and A7 (separate initial
+    b = σ_b and a = c = σ; aligned and unaligned rows) over (σ_b, σ) for each T of ``sep``."""
     import matplotlib.pyplot as plt
-    nT = len(sep["T"])
-    rows = math.ceil((1 + nT) / 2)
+    Ds = _converged(sep, gate)  # (T, init, σ_b, σ)
+    panels = [(init, it) for init in range(Ds.shape[1]) for it in range(len(sep["T"]))]
+    rows = math.ceil((1 + len(panels)) / 2)
     fig, axes = plt.subplots(rows, 2, figsize=(10, 4.4 * rows))
     axes = axes.ravel()
-    for ax in axes[1 + nT:]:
+    for ax in axes[1 + len(panels):]:
         ax.remove()
-    axes = axes[:1 + nT]
     im = _heat(axes[0], _converged(wide, gate)[:, 0], wide["T"], wide["sigma"], "T",
                "initial scale $\\sigma$", f"A5: unaligned, $N_h$ = {int(wide['N_h'])}")
-    Ds = _converged(sep, gate)[:, 0]  # (T, σ_b, σ)
-    for ax, T, D in zip(axes[1:], sep["T"], Ds):
-        _heat(ax, D, sep["sigma_b"], sep["sigma"], "initial $b$ ($\\sigma_b$)", "initial $a = c$ ($\\sigma$)",
-              f"A7: aligned, T = {T}")
-    fig.colorbar(im, ax=axes.tolist(), label="kernel distance D")
+    for ax, (init, it) in zip(axes[1:], panels):
+        _heat(ax, Ds[it, init], sep["sigma_b"], sep["sigma"], "initial $W_h$ scale ($\\sigma_b$)",
+              "initial $W_x, W_y$ scale ($\\sigma$)", f"A7: {sep['inits'][init]}, T = {sep['T'][it]}")
+    fig.colorbar(im, ax=axes[:1 + len(panels)].tolist(), label="kernel distance D")
     return fig
 
 
 def plot_f7(sens: dict):
     """F7 (Fig. 6): singular values of W_h and W_yW_x over training for the sum and mean targets
-    (first seed) with the theory's values, and the relative MSE against T_test."""
+    (first seed) with the theory's values; the relative MSE over training at Fig. 6's lengths
+    (median over seeds); and the relative MSE after training against T_test."""
     import matplotlib.pyplot as plt
     T = int(sens["T"])
-    fig, axes = plt.subplots(1, 3, figsize=(10, 4.2))
-    for ax, rule, target in ((axes[0], "sum", 1.0), (axes[1], "mean", 1.0 / T)):
+    fig, axes = plt.subplots(2, 2, figsize=(10, 8))
+    axes = axes.ravel()
+    for ax, rule, target, name in ((axes[0], "sum", 1.0, "(a) sum"), (axes[1], "mean", 1.0 / T, "(b) mean")):
         r = int(np.nonzero(sens["rule"] == rule)[0][0])
         ax.plot(sens["step"], sens["sv_h"][:, r], "-", color="C0")
         ax.plot(sens["step"], sens["sv_yx"][:, r], "--", color="C1")
@@ -305,33 +321,38 @@ def plot_f7(sens: dict):
         ax.axhline(target, color="C1", ls=":", lw=1)
         ax.plot([], [], "-", color="C0", label="$W_h$")
         ax.plot([], [], "--", color="C1", label="$W_yW_x$")
-        ax.set(xlabel="GD step", ylabel="singular values", title=rule)
+        ax.set(xlabel="GD step", ylabel="singular values", title=name)
         ax.legend(loc="center right")  # clear of the lines at 1 and 1/T
-    for rule, col in (("sum", "C0"), ("mean", "C1")):
-        r = sens["rule"] == rule
-        mse = sens["rel_mse"][r]
-        axes[2].plot(sens["T_test"], np.median(mse, 0), "o-", color=col, ms=4, label=rule)
-    axes[2].axvline(T, color="0.6", lw=1, ls="--")
-    axes[2].set(yscale="log", xlabel="$T_\\mathrm{test}$", ylabel="relative MSE")
+    for j, Tt in enumerate(sens["T_track"]):
+        for rule, ls in (("sum", "-"), ("mean", "--")):
+            mse = np.median(sens["rel_mse_track"][:, j][:, sens["rule"] == rule], 1)
+            axes[2].plot(sens["step"], mse, ls, color=f"C{j}", label=f"T = {Tt}" if rule == "sum" else None)
+    axes[2].set(yscale="log", xlabel="GD step", ylabel="relative MSE", title="(c) during training")
     axes[2].legend()
+    for rule, col in (("sum", "C0"), ("mean", "C1")):
+        mse = sens["rel_mse"][sens["rule"] == rule]
+        axes[3].plot(sens["T_test"], np.median(mse, 0), "o-", color=col, ms=4, label=rule)
+    axes[3].axvline(T, color="0.6", lw=1, ls="--")
+    axes[3].set(yscale="log", xlabel="$T_\\mathrm{test}$", ylabel="relative MSE", title="(d) after training")
+    axes[3].legend()
     return fig
 
 
 def plot_f8(stab: dict):
-    """F8 (Fig. A8): singular values of W_h over training and the gradient norms
-    :math:`\\lVert\\partial L/\\partial h_{T+1}\\rVert`, :math:`\\lVert\\partial L/\\partial W_h\\rVert`, late vs
-    early importance (first seed)."""
+    """F8 (Fig. A8): singular values of W_h over training, and App. L's :math:`dH_T/dt_\\theta` with the
+    reported :math:`\\lVert\\partial L/\\partial h_{T+1}\\rVert`, late vs early importance (first seed)."""
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     for rule, col in (("late", "C0"), ("early", "C3")):
         r = int(np.nonzero(stab["rule"] == rule)[0][0])
         axes[0].plot(stab["step"], stab["sv_h"][:, r], color=col)
         axes[0].plot([], [], color=col, label=rule)
-        axes[1].plot(stab["step"], stab["grad_h"][:, r], color=col, label=f"{rule}: $\\partial L/\\partial h_{{T+1}}$")
-        axes[1].plot(stab["step"], stab["grad_Wh"][:, r], ":", color=col, label=f"{rule}: $\\partial L/\\partial W_h$")
+        axes[1].plot(stab["step"], stab["dH_dt"][:, r], color=col, label=f"{rule}: $dH_T/dt_\\theta$")
+        axes[1].plot(stab["step"], stab["grad_h"][:, r], ":", color=col,
+                     label=f"{rule}: $\\Vert\\partial L/\\partial h_{{T+1}}\\Vert$")
     axes[0].set(xlabel="GD step", ylabel="singular values of $W_h$")
     axes[0].legend()
-    axes[1].set(yscale="log", xlabel="GD step", ylabel="gradient norm")
+    axes[1].set(yscale="log", xlabel="GD step", ylabel="norm")
     axes[1].legend()
     for ax in axes:
         ax.xaxis.set_major_locator(MaxNLocator(5))

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 
 def f1_figure(run: Run, S: Settings) -> list[dict]:
-    """F1 (§3.2, Fig. 2; C1, K2, K4): :func:`f1_runs` at each T of the profile, at the rates of
+    """F1 (§3.2, App. E, Fig. A1; C1, K2, K4): :func:`f1_runs` at each T of the profile (T = 7 is
+    Fig. A1's, inferred from its ticks), at the rates of
     :meth:`Settings.f1_lr_steps`, through the results cache (``F1-T{T}``), and the figure.
     Returns the runs, one per T."""
     f1s = []
@@ -48,48 +49,60 @@ def f6_figure(run: Run, S: experiments.Settings) -> dict[str, np.ndarray]:
     run.save_figure(plots.plot_f6(ntk), "F6",
                     f"Kernel distance {{eq}}`ld-ntk` after training against $T$ and the initial scale "
                     f"$\\sigma$, aligned (left) and unaligned (right) initialisation, mean over "
-                    f"{len(seeds)} seed(s); white: at least one seed did not converge. Numbers: D. The aligned network with "
-                    "$\\sigma = 1$ starts at the solution ($a = b = c = 1$) and does not move.")
+                    f"{len(seeds)} seed(s), on Fig. 5's grid" + (" and Fig. A6's larger $\\sigma$" if S.full else
+                                                                   " (every other $\\sigma$)")
+                    + "; white: at least one seed did not converge. Numbers: D."
+                    + (" The aligned network with $\\sigma = 1$ starts at the solution ($a = b = c = 1$) and does "
+                       "not move." if S.full else ""))
     if S.full:
-        a5_a7_figure(run, Ts, sigmas, seeds, S.a5_hidden)
+        (Ts_a5, Ts_a7), sig = S.f6_appendix
+        a5_a7_figure(run, Ts_a5, Ts_a7, sig, seeds, S.a5_hidden)
     return ntk
 
 
-def a5_a7_figure(run: Run, Ts: Sequence[int], sigmas: Sequence[float], seeds: Sequence[int],
-                 N_h: int = 300) -> None:
-    """F6, full profile (Figs. A5, A7): unaligned networks with ``N_h`` hidden units (the paper's
-    300; on the run's GPU, if any) and aligned networks with separate initial b = σ_b and a = c = σ
-    at T = 2 and 6, through the results cache (``F6-A5``, ``F6-A7``), in one figure."""
+def a5_a7_figure(run: Run, Ts_a5: Sequence[int], Ts_a7: Sequence[int], sigmas: Sequence[float],
+                 seeds: Sequence[int], N_h: int = 300) -> None:
+    """F6, full profile (Figs. A5, A7, App. J): unaligned networks with ``N_h`` hidden units (the
+    paper's 300; on the run's GPU, if any), and aligned and unaligned networks with separate initial
+    scales of W_h (σ_b) and of W_x, W_y (σ) at ``Ts_a7``, through the results cache (``F6-A5``,
+    ``F6-A7``), in one figure."""
     dev = None if run.device.type == "cpu" else run.device
-    wide = ntk_by_T(run.cache, "F6-A5", Ts, sigmas, seeds, N_h=N_h, inits=("unaligned",), device=dev,
+    wide = ntk_by_T(run.cache, "F6-A5", Ts_a5, sigmas, seeds, N_h=N_h, inits=("unaligned",), device=dev,
                     progress=run.progress)
-    sep = ntk_by_T(run.cache, "F6-A7", [2, 6], sigmas[:5], seeds, inits=("aligned",), sigma_b=sigmas[:5],
-                   progress=run.progress)
+    sep = ntk_by_T(run.cache, "F6-A7", Ts_a7, sigmas, seeds, sigma_b=sigmas, progress=run.progress)
     run.save_figure(plots.plot_f6_extra(wide, sep), "F6-A5-A7",
                     f"Kernel distance, full profile. Top left (Fig. A5): unaligned networks with $N_h = {N_h}$ "
-                    "hidden units against $T$ and $\\sigma$. Other panels (Fig. A7): aligned networks with "
-                    "initial $b = \\sigma_b$ and $a = c = \\sigma$, at T = 2 and 6. White: not converged.")
+                    f"hidden units{' (the paper: 300)' if N_h != 300 else ''} against $T$ and $\\sigma$. Other "
+                    "panels (Fig. A7, titled by initialisation and T): initial $W_h$ at scale $\\sigma_b$ "
+                    "(aligned: $b = \\sigma_b$) and $W_x$, $W_y$ at $\\sigma$ (aligned: $a = c = \\sigma$). "
+                    "White: not converged.")
 
 
 def f7_sensory(run: Run, S: experiments.Settings) -> dict[int, dict]:
     """F7 / C8 (§3.6, Fig. 6): the sum and mean networks of the sensory task (:func:`train_sensory`,
-    rates :attr:`~rnnbook.learning_dynamics.experiments.Settings.f7_lr` and T times it) for each N_h of the
-    profile, tested at T_test = 1..3T, through the results cache (``F7-Nh{N_h}``), one figure each.
-    Returns :func:`sensory_check` per N_h."""
-    T_test = list(range(1, 3 * S.T + 1))
+    rates :attr:`~rnnbook.learning_dynamics.experiments.Settings.f7_lr` and T times it), trained at
+    Fig. 6's T = 4 for each N_h of the profile, with the loss over training at T = 4, 50, 75, 100 and
+    the final relative MSE at T_test = 1..3T, through the results cache (``F7-Nh{N_h}``), one figure
+    each. Returns :func:`sensory_check` per N_h."""
+    T = S.f7_T
+    T_test = list(range(1, 3 * T + 1))
     seeds = [s + run.seed for s in S.sensory_seeds]
-    lr, steps = S.f7_lr, S.sensory_steps
+    lr, steps = S.f7_lr, S.f7_steps
     c8 = {}
     for N_h in S.sensory_hidden:
-        sens = run.cache.cached(f"F7-Nh{N_h}", {"T": S.T, "seeds": seeds, "init": S.init_scale, "N_h": N_h,
-                                               "T_test": T_test, "steps": steps, "lr": lr},
-                                lambda: train_sensory(["sum", "mean"], S.T, seeds, N_h=N_h, init_scale=S.init_scale,
-                                                      steps=steps, T_test=T_test, lr={"sum": lr, "mean": lr * S.T}))
+        sens = run.cache.cached(f"F7-Nh{N_h}", {"T": T, "seeds": seeds, "init": S.init_scale, "N_h": N_h,
+                                               "T_test": T_test, "T_track": list(S.f7_track), "steps": steps,
+                                               "lr": lr},
+                                lambda: train_sensory(["sum", "mean"], T, seeds, N_h=N_h, init_scale=S.init_scale,
+                                                      steps=steps, T_test=T_test, T_track=S.f7_track,
+                                                      lr={"sum": lr, "mean": lr * T}))
         run.save_figure(plots.plot_f7(sens), "F7" if N_h == 4 else f"F7-Nh{N_h}",
-                        f"Sensory task (centred inputs), T = {S.T}, $N_h$ = {N_h}, first seed: singular values "
-                        "of $W_h$ (solid) and $W_yW_x$ (dashed) during GD, with the theory's 1 and $1/T$ "
-                        "(dotted), for the sum (left) and mean (middle) targets; right: relative MSE at other "
-                        "lengths $T_\\mathrm{test}$ (median over seeds; the training length is dashed).")
+                        f"Sensory task (centred inputs), trained at T = {T} (Fig. 6's), $N_h$ = {N_h}, first seed: "
+                        "singular values of $W_h$ (solid) and $W_yW_x$ (dashed) during GD, with the theory's 1 "
+                        "and $1/T$ (dotted), for the sum (a) and mean (b) targets; (c) relative MSE during "
+                        f"training at T = {', '.join(map(str, S.f7_track))} (Fig. 6's lengths; solid: sum, dashed: mean, "
+                        "median over seeds); (d) relative MSE after training at other lengths $T_\\mathrm{test}$ "
+                        "(ours; the training length is dashed).")
         c8[N_h] = sensory_check(sens)
     return c8
 
@@ -99,12 +112,14 @@ def f8_stability(run: Run, S: experiments.Settings) -> dict:
     (:func:`train_sensory` at rate :attr:`~rnnbook.learning_dynamics.experiments.Settings.f8_lr`), through the
     results cache (``F8``), and the figure. Returns :func:`stability_check`."""
     seeds = [s + run.seed for s in S.sensory_seeds]
-    lr, steps = S.f8_lr, S.sensory_steps
+    lr, steps = S.f8_lr, S.sensory_steps(S.T)
     stab = run.cache.cached("F8", {"T": S.T, "seeds": seeds, "init": S.init_scale, "steps": steps, "lr": lr},
                             lambda: train_sensory(["late", "early"], S.T, seeds, init_scale=S.init_scale, lr=lr,
                                                   steps=steps))
     run.save_figure(plots.plot_f8(stab), "F8",
                     f"Late ($y_T = 0.1\\sum_t t\\,x_t$) against early ($y_T = \\sum_t x_t/t$) importance, "
-                    f"T = {S.T}, plain GD at rate {lr:g}, first seed: singular values of $W_h$ (left) and "
-                    "gradient norms (right; solid: hidden state, dotted: recurrent weights).")
+                    f"T = {S.T}, plain GD at rate {lr:g}, first seed: singular values of $W_h$ (left); "
+                    "right: App. L's $dH_T/dt_\\theta$ {eq}`ld-dhdt` (solid; 0 at a fixed point, here "
+                    "round-off) and the specification's $\\Vert\\partial L/\\partial h_{T+1}\\Vert$ "
+                    "(dotted, the residual).")
     return stability_check(stab)

@@ -15,13 +15,16 @@ import numpy as np
 import sympy as sp
 from scipy.optimize import least_squares, minimize_scalar
 
+from rnnbook import params
+
 
 DYNAMICS = ("constant", "inv_exp", "exp", "dirac")
 
 
 # ----------------------------------------------------------------------------- tasks
 def task(dynamics: str, T: int, delta=1.0, lam=1.0, kappa=None, beta=None) -> np.ndarray:
-    """Task singular values :math:`s_t=\\delta f(\\lambda,t)`, t = 1..T (§3, eqs. 9-11), broadcast over
+    """Task singular values :math:`s_t=\\delta f(\\lambda,t)`, t = 1..T (§3.3, Table A1, App. P.4.1;
+    eqs. 10-11), broadcast over
     array arguments to shape (..., T). ``constant``: f = 1; ``inv_exp``: :math:`\\lambda^{T-t}`;
     ``exp``: :math:`\\lambda^t`; ``dirac``: :math:`s_1=\\beta`, :math:`s_T=\\kappa`, 0 between.
     ``kappa`` given: the modified task (eq. 10) with :math:`s_T=\\kappa`. Complex ``delta``/``lam``
@@ -65,22 +68,28 @@ def pad(s_list: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return out, powers(Tmax), mask
 
 
-def multi_output_task(T: int, beta, kappa) -> tuple[np.ndarray, np.ndarray]:
-    """F10 (App. M, our construction): T-output Dirac task, :math:`s_{t,1}=\\beta`,
-    :math:`s_{t,t}=\\kappa`, :math:`s_{1,1}=\\kappa`, 0 otherwise, for outputs t = 1..T and inputs
-    i <= t. Flattened to pairs (t, i) with exponent k = t - i. Returns (s (..., J), k (J,))."""
+MULTI_OUTPUT = ("lag", "first_input")
+
+
+def multi_output_task(T: int, beta, kappa, construction: str = "lag") -> tuple[np.ndarray, np.ndarray]:
+    """F10 / C10 (rebuttal; App. M's T-output loss, the constructions are ours): targets
+    :math:`s_{t,i}` for outputs t = 1..T and inputs i <= t, flattened to pairs (t, i) with exponent
+    k = t - i of b. Both have :math:`s_{t,t}=\\kappa` (lag 0). ``"lag"`` (after M.3's zero-loss form
+    :math:`s_{t,i}=\\delta\\lambda^{t-i}`, which depends on the lag only): :math:`s_{T,1}=\\beta` at lag
+    T - 1, zeros elsewhere. ``"first_input"``: :math:`s_{t,1}=\\beta` for every output t >= 2, so β
+    meets b at every lag 1..T-1. Returns (s (..., J), k (J,))."""
+    params.choice("construction", construction, MULTI_OUTPUT)
     pairs = [(t, i) for t in range(1, T + 1) for i in range(1, t + 1)]
     beta, kappa = np.broadcast_arrays(np.asarray(beta, float), np.asarray(kappa, float))
     s = np.zeros(beta.shape + (len(pairs),))
     for j, (t, i) in enumerate(pairs):
         if i == t:
             s[..., j] = kappa
-        elif i == 1:
+        elif i == 1 and (construction == "first_input" or t == T):
             s[..., j] = beta
     return s, np.array([t - i for t, i in pairs])
 
 
-# ----------------------------------------------------------------------------- energy and flow
 def energy(a, b, c, s, k, mask=None):
     """Energy (eq. 8, τ = 1): :math:`E=\\frac12\\sum_j m_j\\,|s_j-c\\,b^{k_j}a|^2`, batched: a, b, c (R,),
     s (R, J), exponents k (J,). Real or complex."""
@@ -173,15 +182,17 @@ def logistic_u(t, s, b, u0, tau=1.0):
 def taylor_b_flow(s, u, order: int = 5):
     """Eqs. 58-61 (u frozen): the time derivatives :math:`b^{(n)}=(F\\partial_b)^{n-1}F` of the flow
     :math:`\\dot b=F(b)=\\sum_i (T-i)\\,u\\,b^{T-i-1}(s_i-u\\,b^{T-i})` (τ = 1), n = 1..order, as
-    functions of b (sympy, exact). Faà di Bruno's formula (App. E) organises the same derivatives."""
+    functions of b, computed exactly as polynomials with rational coefficients (sympy ``Poly``;
+    ``s`` and ``u`` are read as the rationals :func:`sympy.nsimplify` gives). Faà di Bruno's formula
+    (App. E) organises the same derivatives."""
     bs = sp.Symbol("b")
-    T = len(s)
-    F = sum((T - i) * u * bs ** (T - i - 1) * (sp.nsimplify(s[i - 1]) - u * bs ** (T - i))
-            for i in range(1, T + 1))
+    T, uq = len(s), sp.nsimplify(u)
+    F = sp.Poly(sum((T - i) * uq * bs ** (T - i - 1) * (sp.nsimplify(s[i - 1]) - uq * bs ** (T - i))
+                    for i in range(1, T + 1)), bs, domain="QQ")
     D, out = F, []
     for _ in range(order):
-        out.append(sp.lambdify(bs, sp.expand(D), "numpy"))
-        D = sp.diff(D, bs) * F
+        out.append(np.poly1d([float(cf) for cf in D.all_coeffs()]))
+        D = D.diff(bs) * F
     return out
 
 
@@ -203,7 +214,8 @@ def taylor_b(s, u, b0, lr, steps, window: int = 50, order: int = 5) -> np.ndarra
 
 # ----------------------------------------------------------------------------- solutions
 def zero_loss_solution(dynamics: str, T: int, delta, lam):
-    """K5 / K8: the zero-loss (b, ac) of eq. 9's families: constant (1, δ); inv_exp (λ, δ);
+    """K5 / K8: the zero-loss (b, ac) of the families of §3.3 (Table A1, App. P.4.1): constant
+    (1, δ); inv_exp (λ, δ);
     exp (1/λ, δλ^T). Works for complex δ, λ."""
     delta, lam = np.asarray(delta), np.asarray(lam)
     if dynamics == "constant":
@@ -256,7 +268,7 @@ def dirac_profile(beta, b, T: int):
     return beta ** 2 + beta ** -2 - num ** 2 / den, num / den
 
 
-def phase_diagram(betas, T: int, B: float = 1.6, n_b: int = 4001) -> dict[str, np.ndarray]:
+def phase_diagram(betas, T: int, B: float = 2.0, n_b: int = 4001) -> dict[str, np.ndarray]:
     """F5: minimiser b*, u*, E* of :func:`dirac_profile` over a b-grid on [-B, B] (it contains b = 0
     exactly), for every β."""
     bgrid = np.linspace(-B, B, n_b)
@@ -270,7 +282,7 @@ def phase_diagram(betas, T: int, B: float = 1.6, n_b: int = 4001) -> dict[str, n
     return out
 
 
-def onset(T: int, B: float = 1.6, n_b: int = 4001, lo: float = 0.3, hi: float = 3.0,
+def onset(T: int, B: float = 2.0, n_b: int = 4001, lo: float = 0.3, hi: float = 3.0,
           tol: float = 1e-6) -> float:
     """F5 / C5 / E2: the smallest β at which the grid minimiser of :func:`dirac_profile` on [-B, B]
     leaves b = 0, by bisection (the trivial branch wins at ``lo``, the other at ``hi``)."""
@@ -284,7 +296,21 @@ def onset(T: int, B: float = 1.6, n_b: int = 4001, lo: float = 0.3, hi: float = 
     return hi
 
 
-def b_star(beta: float, T: int, B: float = 1.6, n_b: int = 400_001) -> float:
+def onset_limit(B):
+    """E2 / C5: the T -> inf limit of :func:`onset` for |b| <= B (B > 1). On the recurrent branch
+    :math:`E^*(\\beta,B)\\to\\beta^{-2}+\\beta^2B^{-2}` (eq. 106's E* with
+    :math:`\\sum_{i<T}B^{2i}\\approx B^{2T}/(B^2-1)`), which ties the trivial branch's β² at
+    :math:`\\beta_c=(1-B^{-2})^{-1/4}`; for |b| < 1, :math:`E^*\\to\\beta^2+\\beta^{-2}b^2\\ge\\beta^2`."""
+    return (1 - np.asarray(B, float) ** -2) ** -0.25
+
+
+def bound_for_onset(beta_c):
+    """E2: the bound B whose T -> inf onset (:func:`onset_limit`) is ``beta_c`` > 1,
+    :math:`B=(1-\\beta_c^{-4})^{-1/2}` (1.94 for the paper's 1.08)."""
+    return (1 - np.asarray(beta_c, float) ** -4) ** -0.5
+
+
+def b_star(beta: float, T: int, B: float = 2.0, n_b: int = 400_001) -> float:
     """|b*| at one β on a fine grid of [-B, B] (C5's jump test)."""
     bgrid = np.linspace(-B, B, n_b)
     return float(abs(bgrid[np.argmin(dirac_profile(beta, bgrid, T)[0])]))
@@ -292,11 +318,12 @@ def b_star(beta: float, T: int, B: float = 1.6, n_b: int = 400_001) -> float:
 
 # ----------------------------------------------------------------------------- symbolic checks
 def eq49_derivative(T: int, n: int, s, u, b):
-    """K3: the closed form of eq. 49 as our specification reads it (the equation itself was not
-    available to us): :math:`u\\sum_{i=1}^{T-n}s_i\\frac{(T-i)!}{(T-i-n)!}b^{T-i-n}
+    """K3: the closed form of eq. 49 (App. E; our transcription matches the paper's display):
+    :math:`u\\sum_{i=1}^{T-n}s_i\\frac{(T-i)!}{(T-i-n)!}b^{T-i-n}
     -u^2\\sum_{i=1}^{\\lfloor(2T-n)/2\\rfloor}(T-i)\\frac{(2T-2i-1)!}{(2T-2i-n)!}b^{2T-2i-n}`, with the upper
-    limit floored. It is :math:`\\partial_b^{\\,n-1}(-\\tau\\partial_bE)=-\\tau\\,d^nE/db^n`, not the
-    :math:`d^nE/db^n` its label says. ``s`` is a sequence of T symbols."""
+    limit floored. It is :math:`\\partial_b^{\\,n-1}(-\\tau\\partial_bE)=-\\tau\\,d^nE/db^n`: the paper's
+    label :math:`d^nE/db^n` follows App. D's convention :math:`db/dt=dE/db` (slip iv), under which
+    it is the (n-1)-th b-derivative of the flow. ``s`` is a sequence of T symbols."""
     f = sp.factorial
     data = sum(s[i - 1] * f(T - i) / f(T - i - n) * b ** (T - i - n) for i in range(1, T - n + 1))
     reg = sum((T - i) * f(2 * T - 2 * i - 1) / f(2 * T - 2 * i - n) * b ** (2 * T - 2 * i - n)
@@ -307,9 +334,10 @@ def eq49_derivative(T: int, n: int, s, u, b):
 def symbolic_checks(T: int = 3) -> dict[str, bool]:
     """K3, K6, K7 and E1 in sympy (exact): eq. 49's derivatives (:func:`eq49_derivative`), the
     geometric sum of the regulariser, the T-output regulariser (App. M.4), the T = 3 Landau
-    expansion of E* (slip iii: the b^4 coefficient is 2 - β², not β^-2 + 2 - β²), and the
+    expansion of E* (slip iii: the exact b^4 coefficient is 2 - β²; App. H's β^-2 + 2 - β² is what
+    its declared binomial approximation :math:`(1+b^2+b^4)^{-1}\\approx1-b^2-b^4` gives), and the
     T -> inf limits of E1."""
-    b, beta, x = sp.symbols("b beta x", positive=True)
+    b, beta = sp.symbols("b beta", positive=True)
     out = {"K3 eq. 49 = d^(n-1)/db^(n-1) of -tau dE/db (T <= 6, n <= 5)": True}
     u = sp.Symbol("u")
     for TT in range(1, 7):
@@ -330,10 +358,11 @@ def symbolic_checks(T: int = 3) -> dict[str, bool]:
     ser = sp.series(E3, b, 0, 6).removeO()
     out["K7 T=3 b^2 coefficient = beta^-2 - 2"] = sp.simplify(ser.coeff(b, 2) - (beta ** -2 - 2)) == 0
     out["K7 T=3 b^4 coefficient = 2 - beta^2"] = sp.simplify(ser.coeff(b, 4) - (2 - beta ** 2)) == 0
-    out["K7 eq. 106's b^4 coefficient is inexact"] = sp.simplify(
-        ser.coeff(b, 4) - (beta ** -2 + 2 - beta ** 2)) != 0
+    declared = sp.expand(beta ** 2 + beta ** -2 - (beta * b ** 2 + 1 / beta) ** 2 * (1 - b ** 2 - b ** 4))
+    out["K7 eq. 106's b^4 coefficient beta^-2 + 2 - beta^2 follows the declared approximation, "
+        "exact is 2 - beta^2"] = bool(sp.simplify(declared.coeff(b, 4) - (beta ** -2 + 2 - beta ** 2)) == 0
+                                      and sp.simplify(ser.coeff(b, 4) - declared.coeff(b, 4)) != 0)
     out["K7 beta_c = 1/sqrt2 at T=3"] = sp.solve(sp.Eq(beta ** -2 - 2, 0), beta) == [1 / sp.sqrt(2)]
-    k = sp.Symbol("k", integer=True, positive=True)
     xs = sp.Symbol("x")  # |x| < 1: the geometric series, differentiated
     geo = 1 / (1 - xs)
     out["E1 sum k^2 x^(k-1) -> (1+x)/(1-x)^3"] = sp.simplify(
@@ -343,18 +372,36 @@ def symbolic_checks(T: int = 3) -> dict[str, bool]:
     return {key: bool(v) for key, v in out.items()}
 
 
-def multi_output_minimiser(T: int, ratio: np.ndarray, B: float = 3.0, n_b: int = 6001) -> np.ndarray:
-    """F10 / C10: global minimiser b* >= 0 of the T-output energy (κ = 1, β = ``ratio``), u minimised
-    in closed form (:math:`u^*=S_1/S_2`, as in :func:`profile_energy`), b on a grid of [0, B]."""
-    s, k = multi_output_task(T, ratio, 1.0)
+def multi_output_minimiser(T: int, ratio, construction: str = "lag", B: float = 3.0,
+                           n_b: int = 6001) -> np.ndarray:
+    """F10 / C10: global minimiser b* >= 0 of the T-output energy (κ = 1, β = ``ratio``) of
+    :func:`multi_output_task`, u minimised in closed form (:math:`u^*=S_1/S_2`, as in
+    :func:`profile_energy`), b on a grid of [0, B] that contains 0 exactly."""
+    s, k = multi_output_task(T, np.atleast_1d(ratio), 1.0, construction)
     bgrid = np.linspace(0, B, n_b)
     bk = bgrid[:, None] ** k[None, :]
     E = (s * s).sum(1)[:, None] - (s @ bk.T) ** 2 / (bk * bk).sum(1)[None]
     return bgrid[np.argmin(E, 1)]
 
 
+def multi_output_threshold(T: int, construction: str = "lag", B: float = 3.0, n_b: int = 6001,
+                           lo: float = 0.05, hi: float = 20.0, tol: float = 1e-4) -> float:
+    """C10: the pruning threshold, the smallest β/κ at which the global minimiser b* of
+    :func:`multi_output_minimiser` leaves b = 0, by bisection; nan if b* > 0 already at ``lo`` (the
+    mode is never pruned) or still 0 at ``hi``. For ``"lag"`` and T >= 4 the energy is β² on the
+    feedforward branch (b = 0) and tends to Tκ² as b -> ∞, so the threshold is √T for unbounded b
+    and a little above it on [0, B]."""
+    pruned = lambda r: multi_output_minimiser(T, r, construction, B, n_b)[0] == 0
+    if not pruned(lo) or pruned(hi):
+        return math.nan
+    while hi - lo > tol:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if pruned(mid) else (lo, mid)
+    return hi
+
+
 def feedforward_b(ratio, T: int):
-    """C10: the feedforward branch of the T-output Dirac task to first order in b: the pairs with
+    """C10: the feedforward branch of the ``"first_input"`` T-output task to first order in b: the pairs with
     :math:`k\\le2` give :math:`E\\approx\\frac12[(T-1)u^2-2\\beta u]\\,b^2-\\beta u\\,b+\\dots` with u ≈ κ, so
     :math:`b\\approx\\frac{\\beta/\\kappa}{T-1-2\\beta/\\kappa}`: never 0, and smaller the longer the sequence."""
     ratio = np.asarray(ratio, float)
