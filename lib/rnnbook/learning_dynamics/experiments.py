@@ -2,17 +2,20 @@
 
 :class:`Settings` and :func:`resolve` (every parameter checked before any compute), and the runs of
 the scalar mode equations behind F1-F3, F9, F10 and E2 with their checks: C1 (F1, K2), C2, C3 (F2),
-C4, C6 (F3), C11 (F9), C10 (F10); the full networks are in :mod:`rnnbook.learning_dynamics.networks`.
+C4, C6 (F3), C11 (F9), C10 (F10), and the seed survey's margins; the full networks are in
+:mod:`rnnbook.learning_dynamics.networks`.
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from rnnbook import params
+from rnnbook import claims, params
+from rnnbook.display import table
 from rnnbook.learning_dynamics.theory import (feedforward_b, logistic_u, min_energy, mode_gd,
                                               multi_output_minimiser, multi_output_task,
                                               multi_output_threshold, onset, onset_limit, pad,
@@ -402,6 +405,34 @@ def e2_table(Ts: Sequence[int], Bs: Sequence[float]) -> dict:
     [-B, B], so the resolution scales with B), and its T -> inf limit :func:`onset_limit` per B."""
     return {"T": np.array(Ts), "B": np.array(Bs),
             "onset": np.array([[onset(T, B) for B in Bs] for T in Ts]), "limit": onset_limit(Bs)}
+
+
+# ----------------------------------------------------------------------------- seed survey
+def survey_margins(path: Path):
+    """The headline values of the committed seed survey (:func:`rnnbook.claims.survey`), one row
+    per variation, each column headed by its threshold: C1's smallest early/late ratio, C5's
+    onsets for T >= 4, C6's recurrent corner, C7's rise and rank correlation, C8's worst sum error
+    and the mean error at 2T, C9's dH_T/dt (late, early; inf: the early network diverged), C10's
+    threshold over sqrt(T) and GD's |b| below and above it."""
+    rows = []
+    for name, v in claims.survey_values(path).items():
+        onsets = [x["onset"] for key, x in v["C5"].items() if int(key[2:]) >= 4]
+        lag = next(x for key, x in v["C10"].items() if key.endswith("lag"))
+        c8 = list(v["C8"].values())
+        rows.append({
+            "run": name,
+            "C1 (≥ 1.2)": f"{min(x['ratio'] for x in v['C1'].values()):.2f}",
+            "C5 onsets T ≥ 4 (0.995–1.15)": f"{min(onsets):.3f}–{max(onsets):.3f}",
+            "C6 rec. |b| (≥ 0.5)": f"{min(x['rec |b|'] for k, x in v['C6'].items() if 'rec |b|' in x):.2f}",
+            "C7 D(4)−D(1) (≥ 0.2) | ρ (≤ −0.6)": f"{v['C7']['unaligned']['D(4)-D(1)']:.2f} | "
+                                                 f"{v['C7']['unaligned']['median Spearman(D, sigma)']:.2f}",
+            "C8 sum (≤ 1e-3) | mean 2T (≥ 0.5)": f"{max(x.get('max rel MSE', 0) for x in c8):.0e} | "
+                                                 f"{min(x.get('rel MSE at 2T (theory 1)', 9) for x in c8):.3f}",
+            "C9 dH/dt late (≤ 1e-3) | early": f"{float(v['C9']['late']['dH/dt']):.0e} | {float(v['C9']['early']['dH/dt']):.2f}",
+            "C10 r_c/√T | |b| below (≤ 1e-6) | above (≥ 0.3)":
+                f"{lag['threshold r_c'] / lag['sqrt(T)']:.3f} | {lag['max |b| (ratio <= r_c/3)']:.0e} | "
+                f"{lag['min |b| (ratio >= 3 r_c)']:.2f}"})
+    return table(rows)
 
 
 # ----------------------------------------------------------------------------- parameters
