@@ -469,7 +469,7 @@ class Settings:
         return self.pick(([5], 20), ([5, 10], 50))
 
     @property
-    def f3(self):  # (Ts, n, kappas, steps): n - 1 divides Fig. 4's ranges, so every kappa is a delta of the grid
+    def f3(self):  # (Ts, n, kappas, steps): quick, every kappa is a delta of the grid; full, 0.5, 1, 1.5 and 2 are
         return self.pick((sorted({3, self.T}), 41, F3_KAPPAS, self.steps),
                          (sorted({3, 6, 10, self.T}), 101, (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0),
                           5 * self.steps))

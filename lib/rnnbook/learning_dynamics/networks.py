@@ -276,7 +276,8 @@ SENSORY_TARGETS = {"sum": lambda t, T: np.ones_like(t, float), "mean": lambda t,
 
 def sensory_targets(X: np.ndarray, rule: str) -> np.ndarray:
     """:math:`y_T=\\sum_tw_tx_t` with :math:`w_t` = 1 (sum), 1/T (mean), 0.1 t (late, App. L) or 1/t
-    (early, App. L's form; App. P.4.3's is garbled)."""
+    (early, App. L's form; App. P.4.3's printed target differs in our text copy, probably a conversion
+    artefact)."""
     T = X.shape[1]
     w = SENSORY_TARGETS[rule](np.arange(1, T + 1), T)
     return np.einsum("t,ptn->pn", w, X)
