@@ -152,8 +152,9 @@ def ipr(vecs: np.ndarray) -> np.ndarray:
 # ============================================================================ K9: Hessians (F5, C6)
 def small_teacher(seed: int) -> dict[str, np.ndarray]:
     """F5 teacher (spec §5): 2 conjugate pairs, :math:`|\\lambda|\\sim U[.99,.993]`, phases U[0, π]
-    (our choice), :math:`A=\\mathrm{Re}(U^{-1}\\mathrm{diag}(\\lambda)U)` with U two random complex rows
-    and their conjugates; B, D ~ N(0,1), C ~ N(0, 1/4). float64 numpy."""
+    (per pair the paper's distribution: ``hessian_analysis.ipynb`` draws 2π·U[0, 1)),
+    :math:`A=\\mathrm{Re}(U^{-1}\\mathrm{diag}(\\lambda)U)` with U two random complex rows and their
+    conjugates; B, D ~ N(0,1), C ~ N(0, 1/4). float64 numpy."""
     rng = np.random.default_rng(seed)
     nu = rng.uniform(0.99, 0.993, 2)
     th = rng.uniform(0, np.pi, 2)

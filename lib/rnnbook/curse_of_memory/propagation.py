@@ -107,7 +107,9 @@ def init_deep(kind: str, taus: Sequence[float], d_in: int, d: int, gen: torch.Ge
     :math:`b_z=\\log U[\\tau, 2\\tau]` (GRU). c-diag: :math:`\\lambda_{re}+i\\lambda_{im}`, no γ; LRU:
     exp parametrisation, γ learned (init :math:`\\sqrt{1-\\nu^2}`); both with complex B, C drawn as
     in ``minimal-LRU`` (our choice: :math:`B\\sim\\mathcal N(0,\\frac1{2d})`, :math:`C\\sim\\mathcal N(0,\\frac1d)`
-    per real part, :math:`D\\sim\\mathcal N(0,1)`) and θ ~ U[-θ0, θ0]; GRU: the notebook's
+    per real part, diagonal :math:`D\\sim\\mathcal N(0,1)`; a deviation from the paper, whose
+    ``source/model.py`` draws B and C per real part and a dense d×d D all from
+    :math:`\\mathcal N(0,\\frac1d)`) and θ ~ U[-θ0, θ0]; GRU: the notebook's
     ``ChronoGRUCell`` (orthogonal recurrent weights, input weights of variance 2/d)."""
     R = len(taus)
     tau = torch.tensor(taus, dtype=dtype)
