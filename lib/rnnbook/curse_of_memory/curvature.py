@@ -81,10 +81,13 @@ def block_H_check(seed: int = 0, n: int = 4, rho: float = 0.5, seqs: int = 8192)
 
 def theory_hessian(theta0: float, seed: int, n: int = 10, nu0: float = 0.99, rho: float = 0.99
                    ) -> np.ndarray:
-    """F10 (Fig. 10): :func:`block_H` of n modes initialised as the LRU (:math:`\\nu\\in[\\nu_0,1)`,
-    θ ~ U[-θ0, θ0]) with :math:`b, c\\sim\\mathcal{CN}(0,1)`, at input correlation ρ."""
+    """F10 (Fig. 10): :func:`block_H` of n modes with moduli in the authors' range
+    :math:`[\\nu_0, (1+\\nu_0)/2]` (``figures/effect_shrink_eigvals.ipynb``; drawn uniformly on that
+    ring of the complex plane, as the LRU's initialisation draws its own: our reading), θ ~ U[-θ0, θ0],
+    :math:`b, c\\sim\\mathcal{CN}(0,1)`, at input correlation ρ."""
     rng = np.random.default_rng(seed)
-    nu = np.sqrt(rng.uniform(size=n) * (1 - nu0 ** 2) + nu0 ** 2)
+    nu_max = (1 + nu0) / 2
+    nu = np.sqrt(rng.uniform(size=n) * (nu_max ** 2 - nu0 ** 2) + nu0 ** 2)
     lam = nu * np.exp(1j * rng.uniform(-theta0, theta0, n))
     b = (rng.normal(size=n) + 1j * rng.normal(size=n)) / math.sqrt(2)
     c = (rng.normal(size=n) + 1j * rng.normal(size=n)) / math.sqrt(2)
