@@ -7,8 +7,8 @@ LRU students and dense (block-diagonal) students trained through their causal co
 
 - :mod:`~rnnbook.curse_of_memory.theory`: the closed forms K1-K5 (second moments and sensitivities,
   normalisation, the 1-D loss) and their checks: C1 (F1), C2 (F2), F9, E2.
-- :mod:`~rnnbook.curse_of_memory.models`: the students, the teacher, the FFT-trained batched runs
-  and the Adam probe (K6).
+- :mod:`~rnnbook.curse_of_memory.models`: the students, the teacher, the batched runs (trained through
+  the quadratic form of their kernel error, Eq. cm-quad) and the Adam probe (K6).
 - :mod:`~rnnbook.curse_of_memory.curvature`: Hessians: K7 (block Hessian), F10's theory Hessian, F7
   (reparametrisations), K9 (F5, C6) and F8 (learning θ, C12).
 - :mod:`~rnnbook.curse_of_memory.propagation`: signal propagation in deep networks (F6; C7, C8) and

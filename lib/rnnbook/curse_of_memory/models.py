@@ -6,8 +6,9 @@ Complex diagonal / LRU students :math:`h_t = \\lambda\\odot h_{t-1} + (\\gamma\\
 dense (block-diagonal with ``n_heads`` blocks) students :math:`h_t = Ah_{t-1} + Bx_t`,
 :math:`y_t = Ch_t + Dx_t`; the teacher.
 
-Every linear time-invariant student is trained through its causal convolution
-:math:`y_t = \\sum_{k\\le t} K_k x_{t-k} + D x_t` computed by FFT, with all runs (learning rates,
+Every linear time-invariant student is a causal convolution
+:math:`y_t = \\sum_{k\\le t} K_k x_{t-k} + D x_t`, trained through the quadratic form of its kernel
+error in the batch's lag moments, with all runs (learning rates,
 seeds, nu0) stacked on a leading run axis and a batched Adam (spec §9), whose effective learning
 rates are probed (K6).
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -158,18 +159,34 @@ def kernel(spec: ModelSpec, p: dict[str, torch.Tensor], T: int) -> torch.Tensor:
     return (coef[..., None] * V[..., :T]).sum(-2).real
 
 
-def causal_conv(x: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
-    """Eq. cm-conv: :math:`y_t=\\sum_{k\\le t}K_kx_{t-k}` = ``irfft(rfft(x,2T)*rfft(K,2T))[:T]``;
-    x (R, batch, T), K (R, T)."""
-    T = x.shape[-1]
-    X = torch.fft.rfft(x, n=2 * T)
-    Kf = torch.fft.rfft(K, n=2 * T)[:, None, :]
-    return torch.fft.irfft(X * Kf, n=2 * T)[..., :T]
+def lag_moments(x: torch.Tensor) -> torch.Tensor:
+    """Eq. cm-quad: the lag second moments of a batch, :math:`M_{kl}=\\mathrm{mean}_{b,t}\\,x_{t-k}x_{t-l}`
+    (:math:`x_{t<0}=0`), for x (S, batch, T) -> (S, T, T). With :math:`G = x^\\top x` and
+    :math:`d = |k-l|`, :math:`M_{kl}=\\sum_{v=0}^{T-1-\\max(k,l)}G_{v+d,v}/(\\text{batch}\\cdot T)`: prefix
+    sums along G's diagonals (one matmul, O(T²) after it)."""
+    S_, B, T = x.shape
+    G = torch.nn.functional.pad(x.transpose(1, 2) @ x / (B * T), (0, 0, 0, T - 1))  # rows v + d < 2T - 1
+    i = torch.arange(T, device=x.device)
+    P = G.gather(1, (i[:, None] + i[None, :]).expand(S_, T, T)).cumsum(2)  # P[d, n] = sum_{v<=n} G[v+d, v]
+    flat = (i[:, None] - i[None, :]).abs() * T + (T - 1 - torch.maximum(i[:, None], i[None, :]))
+    return P.reshape(S_, T * T)[:, flat]
 
 
-def predict_fft(spec: ModelSpec, p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-    """Outputs :math:`y_t=\\sum_kK_kx_{t-k}+Dx_t` of R stacked students on x (R, batch, T)."""
-    return causal_conv(x, kernel(spec, p, x.shape[-1])) + p["D"][:, None, None] * x
+def batch_loss(dK: torch.Tensor, M: torch.Tensor, seed_of: torch.Tensor) -> torch.Tensor:
+    """Eq. cm-quad: per run, :math:`\\tfrac12\\mathrm{mean}_{b,t}e_t^2` with
+    :math:`e_t=\\sum_k\\Delta\\tilde K_kx_{t-k}`, as :math:`\\tfrac12\\Delta\\tilde K^\\top M\\Delta\\tilde K`;
+    dK (R, T) the kernel errors (direct term in :math:`\\tilde K_0`), M (S, T, T) the
+    :func:`lag_moments` of each seed's batch, ``seed_of`` (R,) the batch of each run."""
+    MK = torch.matmul(dK, M)[seed_of, torch.arange(len(dK), device=dK.device)]  # M is symmetric
+    return 0.5 * (MK * dK).sum(-1)
+
+
+def kernel_error(K: torch.Tensor, D: torch.Tensor, K_star: torch.Tensor, D_star: torch.Tensor
+                 ) -> torch.Tensor:
+    """:math:`\\Delta\\tilde K = \\tilde K - \\tilde K^*` with :math:`\\tilde K_0 = K_0 + D` (the direct
+    term acts at lag 0), K (R, T), D (R,)."""
+    dK = K - K_star
+    return torch.cat([dK[:, :1] + (D - D_star)[:, None], dK[:, 1:]], 1)
 
 
 def predict_recurrent(spec: ModelSpec, p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
@@ -261,29 +278,60 @@ def group_lr_batched(m: torch.Tensor, v: torch.Tensor, k: int, lr: torch.Tensor)
     return 10 ** torch.log10(eff.clamp(min=0) + 1e-8).reshape(len(eff), -1).mean(1)
 
 
+def _structure(spec: ModelSpec) -> ModelSpec:
+    """The part of a spec that :func:`kernel` reads: runs whose specs differ only in name or θ0 (an
+    initialisation setting) train in one stacked group."""
+    return replace(spec, name=spec.kind, theta0=THETA0)
+
+
+def _flatten(P: dict[ModelSpec, dict[str, torch.Tensor]], offsets: dict[ModelSpec, slice]
+             ) -> tuple[torch.Tensor, list[tuple[ModelSpec, str, torch.Size]], torch.Tensor]:
+    """Every group's stacked parameters as one flat vector (so that one optimiser step updates all
+    runs), the layout (group, name, shape) of its pieces, and the run each entry belongs to."""
+    layout = [(g, n, t.shape) for g, p in P.items() for n, t in p.items()]
+    flat = torch.cat([P[g][n].reshape(-1) for g, n, _ in layout])
+    run_of = torch.cat([torch.arange(offsets[g].start, offsets[g].stop).repeat_interleave(s[1:].numel())
+                        for g, _, s in layout])
+    return flat, layout, run_of
+
+
+def _unflatten(flat: torch.Tensor, layout: list[tuple[ModelSpec, str, torch.Size]]
+               ) -> dict[ModelSpec, dict[str, torch.Tensor]]:
+    """The inverse of :func:`_flatten`, as views (one split: its backward is one concatenation)."""
+    out: dict[ModelSpec, dict[str, torch.Tensor]] = {}
+    for (g, n, s), t in zip(layout, flat.split([s.numel() for _, _, s in layout])):
+        out.setdefault(g, {})[n] = t.view(s)
+    return out
+
+
 def train(cfgs: Sequence[RunCfg], T: int, steps: int, batch: int, tail: int = 100,
           device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32,
           progress: Callable[[Iterable], Iterable] = iter, probes: int = 50) -> dict[str, np.ndarray]:
     """Train R runs of any architectures as one tensor program (spec §3, §9). Each architecture
-    computes the impulse responses of its runs (:func:`kernel`); all kernels, minus the teacher's,
-    go through ONE causal convolution (:func:`causal_conv`) on fresh N(0,1) inputs drawn per run
-    and step from the run's own generator; loss :math:`\\tfrac12\\mathrm{mean}_{b,t}(\\hat y-y)^2`;
-    per-run optimiser and lr (:func:`optimizer_step`), cosine-decayed to 1e-7 or constant. float32 by
-    default (losses are trustworthy above about 1e-10, spec §9). Returns, in the order of ``cfgs``,
-    the final loss (mean of the last ``tail`` steps; inf if it diverged), thinned loss curves and
-    Adam's effective lr per parameter group (K6, the authors' aggregate: ``eff_<name>`` at the end;
-    ``effhist_<name>``, per unit learning rate, :math:`\\eta_{eff}/\\eta`, at ``probes`` evenly spaced
-    steps ``probe_steps``; NaN where a group does not exist or the run is SGD)."""
+    computes the impulse responses of its runs (:func:`kernel`); the loss
+    :math:`\\tfrac12\\mathrm{mean}_{b,t}(\\hat y-y)^2` on fresh N(0,1) inputs, drawn per step from
+    each seed's own generator (runs of one seed see the same batches), is the quadratic form of
+    the kernel error in the batch's lag moments (:func:`batch_loss`, :func:`lag_moments`);
+    ONE optimiser step on all runs' parameters, flattened, with per-run optimiser and lr
+    (:func:`optimizer_step`), cosine-decayed to 1e-7 or constant. float32 by default (losses are
+    trustworthy above about 1e-10, spec §9). Returns, in the order of ``cfgs``, the final loss (mean
+    of the last ``tail`` steps; inf if it diverged), thinned loss curves and Adam's effective lr per
+    parameter group (K6, the authors' aggregate: ``eff_<name>`` at the end; ``effhist_<name>``, per
+    unit learning rate, :math:`\\eta_{eff}/\\eta`, at ``probes`` evenly spaced steps
+    ``probe_steps``; NaN where a group does not exist or the run is SGD)."""
     dev = torch.device(device)
     groups: dict[ModelSpec, list[int]] = {}
     for i, c in enumerate(cfgs):
-        groups.setdefault(c.spec, []).append(i)
+        groups.setdefault(_structure(c.spec), []).append(i)
     order = [i for idx in groups.values() for i in idx]  # run axis order: group by group
-    P: dict[ModelSpec, dict[str, torch.Tensor]] = {}
-    for spec, idx in groups.items():
-        ps = [init_params(spec, torch.Generator().manual_seed(10_000 + cfgs[i].seed), cfgs[i].nu0)
-              for i in idx]
-        P[spec] = {k: v.to(dev, dtype).requires_grad_() for k, v in stack_params(ps).items()}
+    offsets, o = {}, 0
+    for g, idx in groups.items():
+        offsets[g], o = slice(o, o + len(idx)), o + len(idx)
+    P0 = {g: stack_params([init_params(cfgs[i].spec, torch.Generator().manual_seed(10_000 + cfgs[i].seed),
+                                       cfgs[i].nu0) for i in idx]) for g, idx in groups.items()}
+    flat, layout, run_of = _flatten(P0, offsets)
+    theta = flat.to(dev, dtype).requires_grad_()
+    run_of = run_of.to(dev)
     teachers = stack_params([teacher(cfgs[i].nu0, theta0=cfgs[i].teacher_theta0) for i in order])
     tp = {k: v.to(dev, dtype) for k, v in teachers.items()}
     with torch.no_grad():
@@ -292,58 +340,58 @@ def train(cfgs: Sequence[RunCfg], T: int, steps: int, batch: int, tail: int = 10
     run_t = lambda f: torch.tensor([f(cfgs[i]) for i in order], device=dev)  # noqa: E731
     lr0 = run_t(lambda c: c.lr).to(dtype)
     cosine = run_t(lambda c: c.schedule == "cosine")
-    sgd, mom = run_t(lambda c: c.opt == "sgd"), run_t(lambda c: c.momentum).to(dtype)
-    wd = run_t(lambda c: c.weight_decay if c.opt == "adamw" else 0.0).to(dtype)
-    gens = [torch.Generator().manual_seed(20_000 + cfgs[i].seed) for i in order]
-    flat = [(spec, n, t) for spec, p in P.items() for n, t in p.items()]
-    st = {spec: {n: (torch.zeros_like(t), torch.zeros_like(t)) for n, t in p.items()}
-          for spec, p in P.items()}
-    offsets, o = {}, 0
-    for spec, idx in groups.items():
-        offsets[spec] = slice(o, o + len(idx))
-        o += len(idx)
+    sgd = run_t(lambda c: c.opt == "sgd")
+    mom = run_t(lambda c: c.momentum).to(dtype)[run_of]
+    wd = run_t(lambda c: c.weight_decay if c.opt == "adamw" else 0.0).to(dtype)[run_of]
+    seeds = sorted({c.seed for c in cfgs})
+    gens = [torch.Generator().manual_seed(20_000 + sd) for sd in seeds]
+    seed_of = run_t(lambda c: seeds.index(c.seed))
+    st = {"theta": (torch.zeros_like(theta), torch.zeros_like(theta))}
     R = len(cfgs)
-    names = sorted({n for _, n, _ in flat})
-    probe_at = set(np.linspace(1, steps, probes).round().astype(int).tolist())
+    names = sorted({n for _, n, _ in layout})
+    probe_at = sorted(set(np.linspace(1, steps, probes).round().astype(int).tolist()))
     hist = {n: np.full((R, len(probe_at)), np.nan) for n in names}
     losses = np.zeros((R, steps))
-    x = torch.empty(R, batch, T, dtype=dtype)
+    x = torch.empty(len(seeds), batch, T, dtype=dtype)
     for k in progress(range(1, steps + 1)):
-        for r, g in enumerate(gens):
-            torch.randn(batch, T, generator=g, dtype=dtype, out=x[r])
-        xd = x.to(dev)
-        K = torch.cat([kernel(spec, p, T) for spec, p in P.items()])
+        for j, gen in enumerate(gens):
+            torch.randn(batch, T, generator=gen, dtype=dtype, out=x[j])
+        M = lag_moments(x.to(dev))
+        P = _unflatten(theta, layout)
+        K = torch.cat([kernel(g, p, T) for g, p in P.items()])
         D = torch.cat([p["D"] for p in P.values()])
-        err = causal_conv(xd, K - K_star) + (D - D_star)[:, None, None] * xd
-        loss = 0.5 * (err ** 2).mean((1, 2))
-        grads = torch.autograd.grad(loss.sum(), [t for _, _, t in flat])
+        loss = batch_loss(kernel_error(K, D, K_star, D_star), M, seed_of)
+        (grad,) = torch.autograd.grad(loss.sum(), theta)
         ok = torch.isfinite(loss.detach())  # a diverged run stops moving
         lr = torch.where(cosine, 1e-7 + (lr0 - 1e-7) * 0.5 * (1 + math.cos(math.pi * (k - 1) / steps)),
                          lr0)
-        gd = {(spec, n): g for (spec, n, _), g in zip(flat, grads)}
-        for spec, p in P.items():
-            sl = offsets[spec]
-            g = {n: torch.nan_to_num(gd[spec, n]) * ok[sl].reshape(-1, *[1] * (t.dim() - 1))
-                 for n, t in p.items()}
-            optimizer_step(p, g, st[spec], lr[sl], k, sgd[sl], mom[sl], wd[sl])
-            if k in probe_at:
-                j = sorted(probe_at).index(k)
-                for n in p:  # per unit learning rate: eta_eff / eta
-                    hist[n][sl, j] = group_lr_batched(*st[spec][n], k, torch.ones_like(lr[sl])).cpu().numpy()
+        optimizer_step({"theta": theta}, {"theta": torch.nan_to_num(grad) * ok[run_of]}, st, lr[run_of],
+                       k, sgd[run_of], mom, wd)
+        if k in probe_at:  # per unit learning rate: eta_eff / eta
+            _group_rates(hist, probe_at.index(k), st["theta"], layout, offsets, k, torch.ones_like(lr))
         losses[:, k - 1] = loss.detach().cpu().numpy()
-    eff = {n: np.full(R, np.nan) for n in names}
-    for spec, n, _ in flat:
-        sl = offsets[spec]
-        eff[n][sl] = group_lr_batched(*st[spec][n], steps, lr0[sl]).cpu().numpy()
+    eff = {n: np.full((R, 1), np.nan) for n in names}
+    _group_rates(eff, 0, st["theta"], layout, offsets, steps, lr0)
     is_sgd = sgd.cpu().numpy()
     final = losses[:, -tail:].mean(1)
     final = np.where(np.isfinite(final), final, np.inf)
     inv = np.argsort(order)  # back to the order of cfgs
-    out = {"final": final[inv], "curve": _thin(losses)[inv], "probe_steps": np.array(sorted(probe_at))}
+    out = {"final": final[inv], "curve": _thin(losses)[inv], "probe_steps": np.array(probe_at)}
     for n in names:
         eff[n][is_sgd], hist[n][is_sgd] = np.nan, np.nan
-        out[f"eff_{n}"], out[f"effhist_{n}"] = eff[n][inv], hist[n][inv]
+        out[f"eff_{n}"], out[f"effhist_{n}"] = eff[n][inv, 0], hist[n][inv]
     return out
+
+
+def _group_rates(out: dict[str, np.ndarray], j: int, state: tuple[torch.Tensor, torch.Tensor],
+                 layout: list[tuple[ModelSpec, str, torch.Size]], offsets: dict[ModelSpec, slice],
+                 k: int, lr: torch.Tensor) -> None:
+    """K6: each run's :func:`group_lr_batched` of every parameter group, from the flat Adam state,
+    into column ``j`` of ``out[name]`` (R, ·)."""
+    m, v = (_unflatten(s, layout) for s in state)
+    for g, n, _ in layout:
+        sl = offsets[g]
+        out[n][sl, j] = group_lr_batched(m[g][n], v[g][n], k, lr[sl]).cpu().numpy()
 
 
 def _thin(losses: np.ndarray, points: int = 200) -> np.ndarray:

@@ -242,8 +242,9 @@ def plot_e2(T_values=(10, 100, 1000)) -> "plt.Figure":
 def plot_f6(taus, act: dict[str, np.ndarray], g2: dict[str, dict[str, np.ndarray]],
             g2_norm: dict[str, np.ndarray]) -> "plt.Figure":
     """F6 (Fig. 5): (A) mean squared output of blocks 1 and 4 against τ per model; (B) second
-    moment of the λ-gradients and of all other gradients (no normalisation); (C) c-diag λ-gradient
-    second moment per normalisation."""
+    moment of the gradients per model and parameter group (c-diag λ, LRU ω_ν and ω_θ, the GRU's
+    recurrent layer, and all others; no normalisation); (C) c-diag λ-gradient second moment per
+    normalisation."""
     import matplotlib.pyplot as plt
     fig, ax = plt.subplot_mosaic([["A", "B"], ["C", "C"]], figsize=(9.4, 8.8))
     axs = [ax["A"], ax["B"], ax["C"]]
@@ -252,9 +253,13 @@ def plot_f6(taus, act: dict[str, np.ndarray], g2: dict[str, dict[str, np.ndarray
         axs[0].loglog(taus, a[:, -1], "o-", color=f"C{i}", label=f"{m}, block 4")
     axs[0].set_ylabel("mean squared block output")
     axs[0].set_title("(A) forward, no normalisation")
+    names = {"lambda": r"$\lambda$", "nu": r"$\omega_\nu$", "theta": r"$\omega_\theta$",
+             "GRU layer": "recurrent layer", "rest": "others"}
     for i, (m, g) in enumerate(g2.items()):
-        axs[1].loglog(taus, g["lambda"], "o-", color=f"C{i}", label=fr"{m}, $\lambda$")
-        axs[1].loglog(taus, g["rest"], "s--", color=f"C{i}", alpha=0.6, label=f"{m}, others")
+        for j, (k, v) in enumerate(g.items()):
+            rest = k == "rest"
+            axs[1].loglog(taus, v, "s--" if rest else "o^"[j % 2] + "-", color=f"C{i}",
+                          alpha=0.6 if rest else 1.0, label=f"{m}, {names[k]}")
     axs[1].set_ylabel("gradient second moment")
     axs[1].set_title("(B) backward, no normalisation")
     for i, (n, g) in enumerate(g2_norm.items()):

@@ -21,6 +21,11 @@ SUB_RHO0 = (0.332, 0.0431)  # spec §8: weights of the white and the slow compon
 SUB_RHO = (0.0, 0.997)  # their lag-1 correlations
 NORMS = ("none", "layer", "batch")
 F6_MODELS = ("c-diag", "LRU", "GRU")
+# F6 panel B (Fig. 5B, signal_propagation.ipynb): gradient groups by parameter name; every other
+# parameter is "rest". c-diag: lambda (its real and imaginary parts); LRU: omega_nu and omega_theta
+# apart; GRU: its recurrent layer (the notebook's "seq" leaves: input and recurrent weights, biases).
+GRAD_GROUPS = {"c-diag": {"l1": "lambda", "l2": "lambda"}, "LRU": {"l1": "nu", "l2": "theta"},
+               "GRU": {"Wi": "GRU layer", "Wh": "GRU layer", "bi": "GRU layer", "bhn": "GRU layer"}}
 
 
 # ============================================================================ substitute inputs
@@ -227,12 +232,13 @@ def deep_forward(kind: str, p: dict, x: torch.Tensor, norm: torch.Tensor
 
 
 def signal_propagation(kind: str, taus: Sequence[float], norms: Sequence[str], x: torch.Tensor,
-                       d: int, batch: int, seed: int, grads: bool = True) -> dict[str, np.ndarray]:
+                       d: int, batch: int, seed: int) -> dict[str, np.ndarray]:
     """F6: for each (τ, norm) one network at initialisation (R = len(taus) nets, all in one
-    program): the mean squared output of every block and, if ``grads``, the second moment of the
+    program): the mean squared output of every block and the second moment of the
     gradient of the notebook's loss (output t+1 against input t, ``preds[:, 1:]`` vs
-    ``inputs[:, :-1]``) for the λ parameters and for all the others, averaged over batches of
-    ``batch`` sequences of x (n, T, d_in)."""
+    ``inputs[:, :-1]``) per parameter group of :data:`GRAD_GROUPS` (mean over the group's entries,
+    as the notebook's ``jnp.mean(flat**2)``), averaged over batches of ``batch`` sequences of
+    x (n, T, d_in)."""
     gen = torch.Generator().manual_seed(seed)
     p = init_deep(kind, taus, x.shape[-1], d, gen, dtype=x.dtype)
     code = torch.tensor([NORMS.index(n) for n in norms])
@@ -240,23 +246,22 @@ def signal_propagation(kind: str, taus: Sequence[float], norms: Sequence[str], x
         raise ValueError("sort the networks by norm (none, layer, batch)")
     leaves = _leaves(p)
     for t in leaves.values():
-        t.requires_grad_(grads)
+        t.requires_grad_()
     R, nb = len(taus), x.shape[0] // batch
     act = np.zeros((R, len(p["layers"])))
-    g2 = {"lambda": np.zeros(R), "rest": np.zeros(R)}
+    group = {n: GRAD_GROUPS[kind].get(n.split(".")[1], "rest") for n in leaves}
+    g2 = {k: np.zeros(R) for k in dict.fromkeys(group.values())}
     for i in range(nb):
         xb = x[i * batch:(i + 1) * batch]
         y, outs = deep_forward(kind, p, xb, code)
         act += torch.stack([(o.detach() ** 2).mean((1, 2, 3)) for o in outs], 1).numpy() / nb
-        if not grads:
-            continue
         loss = ((y[:, :, 1:] - xb[None, :, :-1]) ** 2).mean((1, 2, 3))
         gs = torch.autograd.grad(loss.sum(), list(leaves.values()))
         for key in g2:
-            sel = [g for n, g in zip(leaves, gs) if (n.split(".")[-1] in ("l1", "l2")) == (key == "lambda")]
+            sel = [g for n, g in zip(leaves, gs) if group[n] == key]
             tot = sum((g.double() ** 2).flatten(1).sum(1) for g in sel)
             g2[key] += (tot / sum(g[0].numel() for g in sel)).numpy() / nb
-    return {"act": act, **({f"g2_{k}": v for k, v in g2.items()} if grads else {})}
+    return {"act": act, **{f"g2_{k}": v for k, v in g2.items()}}
 
 
 def _leaves(p: dict) -> dict[str, torch.Tensor]:
@@ -404,7 +409,8 @@ def binned_ratio(T: np.ndarray, emp: np.ndarray, theory: np.ndarray, bins: int =
 def f6_run(cache, cfg: dict[str, int], seed: int) -> dict:
     """F6 (C7, C8): substitute inputs (``cfg``: d_in, d, tokens, seqs, batch), τ = 10^{k/2}, k = 0..4;
     c-diag under each normalisation, LRU and GRU without; cached. Returns taus, ``act[model]``
-    (τ, block), ``g2[model]`` {"lambda", "rest"} (no normalisation) and ``g2_norm[norm]`` (c-diag)."""
+    (τ, block), ``g2[model][group]`` (no normalisation; the groups of :data:`GRAD_GROUPS` and
+    "rest") and ``g2_norm[norm]`` (c-diag's λ)."""
     taus = [10 ** (k / 2) for k in range(5)]
 
     def compute() -> dict[str, np.ndarray]:
@@ -412,7 +418,7 @@ def f6_run(cache, cfg: dict[str, int], seed: int) -> dict:
         out = {}
         for kind, norms in (("c-diag", NORMS), ("LRU", ("none",)), ("GRU", ("none",))):
             res = signal_propagation(kind, [t for _ in norms for t in taus], [n for n in norms for _ in taus],
-                                     x, cfg["d"], cfg["batch"], seed + 1, grads=kind != "GRU")
+                                     x, cfg["d"], cfg["batch"], seed + 1)
             for k, v in res.items():
                 for i, n in enumerate(norms):
                     out[f"{kind}|{n}|{k}"] = v[i * len(taus):(i + 1) * len(taus)]
@@ -420,7 +426,8 @@ def f6_run(cache, cfg: dict[str, int], seed: int) -> dict:
 
     r = cache.cached("f6", {"cfg": cfg, "seed": seed}, compute)
     return {"taus": taus, "act": {m: r[f"{m}|none|act"] for m in F6_MODELS},
-            "g2": {m: {k: r[f"{m}|none|g2_{k}"] for k in ("lambda", "rest")} for m in ("c-diag", "LRU")},
+            "g2": {m: {k: r[f"{m}|none|g2_{k}"] for k in (*dict.fromkeys(GRAD_GROUPS[m].values()), "rest")}
+                   for m in F6_MODELS},
             "g2_norm": {n: r[f"c-diag|{n}|g2_lambda"] for n in NORMS}}
 
 
