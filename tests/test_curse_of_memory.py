@@ -324,8 +324,10 @@ def test_optimizer_step_matches_torch(kind):
 
 
 def test_best_lr_ignores_other_optimisers_and_f10_configs():
-    rows = [{"model": "RNN", "nu0": 0.9, "lr": 1e-3, "schedule": "cosine", "opt": "adam", "final": 1.0},
-            {"model": "RNN", "nu0": 0.9, "lr": 1e-2, "schedule": "cosine", "opt": "sgd", "final": 1e-5}]
+    rows = [{"model": "RNN", "nu0": 0.9, "lr": 1e-3, "schedule": "cosine", "opt": "adam", "final": 1.0,
+             "seed": 0},
+            {"model": "RNN", "nu0": 0.9, "lr": 1e-2, "schedule": "cosine", "opt": "sgd", "final": 1e-5,
+             "seed": 0}]
     assert experiments.best_lr(rows, model="RNN", nu0=0.9)["loss"] == 1.0
     S = experiments.resolve("quick", [0.0], None, 300, 64, None, None, None)
     specs = {"LRU": models.ModelSpec("LRU", "diag", 64), "RNN": models.ModelSpec("RNN", "dense", 64),
@@ -521,8 +523,29 @@ def test_f10_lr_table_and_heads_table_lrs():
     t = experiments.f10_lr_table(rows, names, 0.99)
     assert t == [{"model": "LRU", "lr": 1e-2, "1π": 3.0},
                  {"model": "LRU", "lr": 3.2e-2, "1π": 2.0, "0.01π": 0.5}]
-    heads, loss, lrs, _, _ = experiments.heads_table(rows, [1], 0.99, 64)
-    assert heads == [1] and loss == [1.0] and lrs == [1e-3]
+    heads, best, _, _ = experiments.heads_table(rows, [1], 0.99, 64)
+    assert heads == [1] and best[0]["loss"] == 1.0 and best[0]["lr"] == 1e-3
+
+
+def test_ladder_decides_on_the_median_over_seeds():
+    """C4 and C11 pick each model's rate by the median over seeds and judge the median g."""
+    rows = [{"model": m, "nu0": 0.99, "lr": lr, "opt": "adam", "schedule": "cosine", "final": f, "seed": sd}
+            for m, lr, fs in (("RNN", 1e-3, (1.0, 1.0, 1.0)), ("LRU", 1e-2, (1e-4, 1e-4, 1e-4)),
+                              ("block 32x2", 1e-3, (1e-4, 1e-4, 0.05)),  # one seed on the plateau
+                              ("block 32x2", 3.2e-3, (1e-2, 1e-2, 1e-2)))
+            for sd, f in enumerate(fs)]
+    b = experiments.best_lr(rows, np.median, model="block 32x2", nu0=0.99)
+    assert b["lr"] == 1e-3 and b["per_seed"] == [1e-4, 1e-4, 0.05]
+    assert experiments.best_lr(rows, model="block 32x2", nu0=0.99)["lr"] == 3.2e-3  # the mean's pick
+    ladder = {m: experiments.best_lr(rows, np.median, model=m, nu0=0.99) for m in ("RNN", "block 32x2", "LRU")}
+    c4 = experiments.c4_check(ladder, quick=True)
+    assert c4["g"] == pytest.approx(1.0) and c4["verdict"] == "reproduced"
+    assert c4["g per seed"][2] == pytest.approx(math.log(20) / math.log(1e4))
+    S = experiments.resolve("quick", [0.0], None, 300, 64, None, None, None)
+    specs = {m: models.ModelSpec(m, "dense", 64) for m in experiments.LADDER}
+    cfgs = experiments.ladder_configs(specs, S, 0.99, [0, 1])
+    assert {c.spec.name for c in cfgs} == set(experiments.LADDER) | {"4 heads", "16 heads"}
+    assert {c.lr for c in cfgs if c.spec.name == "4 heads"} == {1e-3} and len(cfgs) == 2 * 8
 
 
 def test_e1_grid_and_brackets():
@@ -543,3 +566,16 @@ def test_f9_ratios_two_sided_and_exact_at_ends():
         assert abs(r[rho]["min"] - 1) < 1e-12 and abs(r[rho]["max"] - 1) < 1e-12
     assert r[0.9]["min"] < 0.5 and r[0.9]["max"] > 2  # both directions
     assert abs(r[0.9]["at conj(lambda_0)"] - 0.5263) < 1e-3
+
+
+def test_kernels_of_shared_buckets_equal_each_groups_own():
+    """Groups of one kind and block size share one doubling / one evaluation in `kernels`: the
+    same impulse responses as each group alone (float64)."""
+    specs = [models.ModelSpec("b4", "dense", 8, heads=4), models.ModelSpec("b8", "dense", 16, heads=8),
+             models.ModelSpec("RNN", "dense", 8), models.ModelSpec("LRU", "diag", 8),
+             models.ModelSpec("cd", "diag", 8, param="default", gamma="none")]
+    P = {s: models.stack_params([models.init_params(s, torch.Generator().manual_seed(i + r), 0.9)
+                                 for r in range(2)]) for i, s in enumerate(specs)}
+    both = models.kernels(P, 40)
+    alone = torch.cat([models.kernel(s, p, 40) for s, p in P.items()])
+    assert both.shape == (10, 40) and torch.allclose(both, alone, rtol=1e-12, atol=1e-14)

@@ -7,7 +7,7 @@ the teacher-student sweeps' runs (best learning rate, cosine schedule), and the 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -23,6 +23,16 @@ RHO_DEFAULT = (0.0, 0.9, 0.99, 0.999, 1.0)
 NU0_FULL = (0.36, 0.68, 0.84, 0.92, 0.96, 0.98, 0.99)
 LRS_FULL = {"RNN": (3.2e-3, 1e-3, 3.2e-4, 1e-4, 3.2e-5), "LRU": (0.32, 0.1, 3.2e-2, 1e-2, 3.2e-3)}
 MODELS = ("RNN", "LRU")
+# F4, F11: the learning rates of the ladder (Fig. 3B) and heads (Fig. 11) runs. Full: the paper's
+# scans (ablation_LRU_p1..p3.yaml, varying_number_heads.yaml; the RNN's is F3's). Quick: one rate
+# per model, the best of a 3000-step pilot over five seeds (our choice).
+_P1 = [1e-4, 3.2e-4, 1e-3, 3.2e-3, 1e-2, 3.2e-2, 0.1]
+LADDER_LRS_FULL = {"RNN": list(LRS_FULL["RNN"]), "block 32x2": [3.2e-4, 1e-3, 3.2e-3, 1e-2],
+                   "block 64x2": [3.2e-4, 1e-3, 3.2e-3, 1e-2], "complex diag": _P1, "+ gamma": _P1,
+                   "LRU": _P1, "heads": [1e-4, 1e-3, 3.2e-3, 1e-2, 3.2e-2]}
+LADDER_LRS_QUICK = {"RNN": [3.2e-4], "block 32x2": [3.2e-3], "block 64x2": [3.2e-3],
+                    "complex diag": [1e-2], "+ gamma": [3.2e-3], "LRU": [1e-2], "4 heads": [1e-3],
+                    "heads": [3.2e-3]}
 E1_SGD_LRS = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1)  # E1: SGD grid, both models (our choice: brackets the
 # best rate of every SGD row from above by a diverged one, in our pilot)
 E1_MOMENTA = (0.9, 0.0)  # E1: SGD with and without momentum (spec §7: "± momentum")
@@ -46,12 +56,12 @@ class Settings:
     mc_tol: float  # relative MC tolerance (C1)
     batch: int = 128  # the authors' batch; 64 in the quick profile (our choice, CPU budget)
     tail: int = 100  # final loss = mean of the last `tail` training losses
-    ablation_lr: dict[str, float] = field(default_factory=dict)
     heads: list[int] = field(default_factory=list)  # F11: numbers of independent blocks of A
-    heads_lrs: list[float] = field(default_factory=lambda: [1e-3, 3.2e-3])  # F11: 1 < heads < d_h/2
+    ladder_lrs: dict[str, list[float]] = field(default_factory=dict)  # F4, F11: each model's grid
+    ladder_seeds: int = 5  # F4, F11: seeds stacked in the ladder's program (C4, C11: medians)
     f9_grid: tuple[int, int] = (100, 250)
     f8_steps: int = 5000
-    probe_steps: int = 3000  # C5: constant-lr steps before Adam's probe (the paper's 10,000 in full)
+    long_steps: int = 3000  # F4, F11 and C5's program (the paper's 10,000 in full)
     hess_terms: int = 4096
     c6_teachers: int = 9  # C6: the medians over this many F5 teachers (one decides no verdict)
     theta0s: list[float] = field(default_factory=list)  # F10 phase ranges (teacher = student)
@@ -106,10 +116,10 @@ def resolve(profile, rho, nu0_values, T, hidden_size, steps, lrs, seeds) -> Sett
                     heads=[1, 2, 4, 8, 16, 32] if full else [1, 4, 16, 32],
                     mc_seqs=20_000 if full else 4000, mc_tol=0.03 if full else 0.10,
                     batch=128 if full else 64,
-                    ablation_lr={"block 32x2": 3.2e-3, "block 64x2": 1e-2, "complex diag": 1e-2,
-                                 "+ gamma": 1e-2},
+                    ladder_lrs=LADDER_LRS_FULL if full else LADDER_LRS_QUICK,
+                    ladder_seeds=10 if full else 3,
                     f9_grid=(200, 500) if full else (100, 250), f8_steps=50_000 if full else 5000,
-                    hess_terms=4096, probe_steps=10_000 if full else 3000,
+                    hess_terms=4096, long_steps=10_000 if full else 3000,
                     theta0s=[math.pi, 0.1 * math.pi, 0.01 * math.pi] if not full else
                     [math.pi, 10 ** -0.5 * math.pi, 0.1 * math.pi, 10 ** -1.5 * math.pi, 0.01 * math.pi],
                     f10_lrs=sorted(set(lrs["LRU"]) | {0.1}),
@@ -124,23 +134,46 @@ def resolve(profile, rho, nu0_values, T, hidden_size, steps, lrs, seeds) -> Sett
 
 def cosine_runs(rows: Sequence[dict], **match) -> list[dict]:
     """The cosine-schedule runs whose fields equal ``match`` (Adam's unless ``opt`` is given); a
-    field given a list or tuple matches any of its values. F3, F10, C10 and the ablation select by it."""
+    field given a list or tuple matches any of its values. F3, F4, F10, F11 and C10 select by it."""
     match.setdefault("opt", "adam")
     hit = lambda r, k, v: r[k] in v if isinstance(v, (list, tuple)) else r[k] == v  # noqa: E731
     return [r for r in rows if r["schedule"] == "cosine" and all(hit(r, k, v) for k, v in match.items())]
 
 
-def best_lr(rows: Sequence[dict], **match) -> dict:
-    """Per (model, nu0, ...): the lr with the lowest mean final loss over seeds of
-    :func:`cosine_runs` ``(rows, **match)``; returns mean, s.e.m."""
-    by_lr: dict[float, list[float]] = {}
+def best_lr(rows: Sequence[dict], stat: Callable = np.mean, **match) -> dict:
+    """Per (model, nu0, ...): the lr with the lowest ``stat`` (mean, as the authors' notebooks, or
+    median) of the final losses over seeds of :func:`cosine_runs` ``(rows, **match)``; returns that
+    value (``loss``), its s.e.m. and the losses per seed (``per_seed``, in seed order)."""
+    by_lr: dict[float, list[tuple[int, float]]] = {}
     for r in cosine_runs(rows, **match):
-        by_lr.setdefault(r["lr"], []).append(r["final"])
-    means = {lr: float(np.mean(v)) if np.all(np.isfinite(v)) else math.inf for lr, v in by_lr.items()}
-    lr = min(means, key=means.get)
-    v = np.array(by_lr[lr])
+        by_lr.setdefault(r["lr"], []).append((r["seed"], r["final"]))
+    vals = {lr: float(stat([f for _, f in v])) if all(math.isfinite(f) for _, f in v) else math.inf
+            for lr, v in by_lr.items()}
+    lr = min(vals, key=vals.get)
+    v = np.array([f for _, f in sorted(by_lr[lr])])
     sem = float(v.std(ddof=1) / math.sqrt(len(v))) if len(v) > 1 else 0.0
-    return {"lr": lr, "loss": means[lr], "sem": sem, "n": len(v)}
+    return {"lr": lr, "loss": vals[lr], "sem": sem, "n": len(v), "per_seed": v.tolist()}
+
+
+LADDER = ("RNN", "block 32x2", "block 64x2", "complex diag", "+ gamma", "LRU")  # Fig. 3B, in order
+
+
+def heads_name(h: int, d_h: int) -> str:
+    """F11's model with ``h`` heads: 1 head is the RNN, d_h/2 heads block 32x2 (of F4's ladder)."""
+    return "RNN" if h == 1 else ("block 32x2" if h == d_h // 2 else f"{h} heads")
+
+
+def ladder_configs(specs: dict[str, ModelSpec], S: Settings, nu0: float, seeds: Sequence[int]
+                   ) -> list[RunCfg]:
+    """F4 and F11 (Figs. 3B, 11): the ladder's models and the intermediate numbers of heads at
+    ``nu0``, each on its grid ``S.ladder_lrs`` (a model without its own entry: ``"heads"``), over
+    ``seeds`` (C4, C11 decide on the median over them)."""
+    heads = {heads_name(h, S.hidden_size): ModelSpec(heads_name(h, S.hidden_size), "dense", S.hidden_size,
+                                                     heads=h)
+             for h in S.heads if 1 < h < S.hidden_size // 2 and S.hidden_size % h == 0}
+    models = {**{m: specs[m] for m in LADDER}, **heads}
+    return [RunCfg(sp, nu0, lr, sd) for m, sp in models.items()
+            for lr in S.ladder_lrs.get(m, S.ladder_lrs.get("heads", [])) for sd in seeds]
 
 
 def lr_grid(lrs: Sequence[float]) -> str:
@@ -177,7 +210,7 @@ def f10_configs(specs: dict[str, ModelSpec], S: Settings, nu0: float, seeds: Seq
     lie in [-θ0, θ0], for every θ0 of ``S.theta0s``, each on its learning-rate grid: the LRU on
     ``S.f10_lrs`` (at θ0 < π ``S.f10_lrs_small``: small phases allow larger ones), the complex
     diagonal network on ``S.f10_cd_lrs`` (the paper's grid in full) and the RNN on F3's. Runs
-    already in ``made`` (F3's and the ablation's, at θ0 = π) are not repeated. Returns the new
+    already in ``made`` (F3's, at θ0 = π) are not repeated. Returns the new
     configs and, per (model, θ0), the model name of its runs."""
     grids = {"LRU": (S.f10_lrs, S.f10_lrs_small), "complex diag": (S.f10_cd_lrs, S.f10_cd_lrs),
              "RNN": (S.lrs["RNN"], S.lrs["RNN"])}
@@ -319,21 +352,20 @@ def e1_numbers(sens: dict[str, dict[float, float]], curves: dict[str, np.ndarray
 
 
 def heads_table(rows: Sequence[dict], heads: Sequence[int], nu0: float, d_h: int
-                ) -> tuple[list[int], list[float], list[float], dict[int, np.ndarray], np.ndarray]:
-    """F11: per number of heads (1 = "RNN", d_h/2 = "block 32x2", else "<h> heads") the best-lr
-    final loss at ν0, that learning rate and that run's effective-lr history of A (per unit lr)."""
-    out_h, out_l, out_lr, hist = [], [], [], {}
+                ) -> tuple[list[int], list[dict], dict[int, np.ndarray], np.ndarray]:
+    """F11: per number of heads (:func:`heads_name`) the learning rate of lowest median final loss
+    at ν0 (:func:`best_lr`, median: C11 decides on it), and the median over seeds, at that rate, of
+    the effective-lr history of A (per unit lr)."""
+    out_h, best, hist = [], [], {}
     for h in heads:
-        name = "RNN" if h == 1 else ("block 32x2" if h == d_h // 2 else f"{h} heads")
+        name = heads_name(h, d_h)
         if not any(r["model"] == name and r["nu0"] == nu0 for r in rows):
             continue
-        best = best_lr(rows, model=name, nu0=nu0)
-        r = cosine_runs(rows, model=name, nu0=nu0, lr=best["lr"])[0]
+        b = best_lr(rows, np.median, model=name, nu0=nu0)
         out_h.append(h)
-        out_l.append(best["loss"])
-        out_lr.append(best["lr"])
-        hist[h] = r["effhist_A"]
-    return out_h, out_l, out_lr, hist, rows[0]["probe_steps"]
+        best.append(b)
+        hist[h] = np.median([r["effhist_A"] for r in cosine_runs(rows, model=name, nu0=nu0, lr=b["lr"])], 0)
+    return out_h, best, hist, rows[0]["probe_steps"]
 
 
 # ============================================================================ claim checks
@@ -363,6 +395,17 @@ def c11_check(heads: Sequence[int], losses: Sequence[float], quick: bool) -> dic
 def c4_gain(L_rnn: float, L_block: float, L_lru: float) -> float:
     """C4, Eq. cm-gain: :math:`g = \\frac{\\log L_{RNN}-\\log L_{block}}{\\log L_{RNN}-\\log L_{LRU}}`."""
     return (math.log(L_rnn) - math.log(L_block)) / (math.log(L_rnn) - math.log(L_lru))
+
+
+def c4_check(ladder: dict[str, dict], quick: bool) -> dict:
+    """C4 over seeds: :func:`c4_gain` per seed from the per-seed losses of the RNN, block 32x2 and
+    the LRU (each at its :func:`best_lr`), decided on the median g: reproduced from 0.7 (0.8 full),
+    partly down to 0.5, not reproduced below."""
+    runs = zip(*(ladder[m]["per_seed"] for m in ("RNN", "block 32x2", "LRU")))
+    g = [c4_gain(*r) for r in runs]
+    med = float(np.median(g))
+    verdict = "reproduced" if med >= (0.7 if quick else 0.8) else "partly" if med >= 0.5 else None
+    return {"g per seed": g, "g": med, "passed": med >= 0.5, "verdict": verdict}
 
 
 def oscillation(curve: np.ndarray, frac: float = 0.1) -> float:

@@ -133,52 +133,84 @@ def input_weights(spec: ModelSpec, p: dict[str, torch.Tensor]) -> torch.Tensor:
     return B
 
 
+def diag_polar(spec: ModelSpec, p: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """:math:`(\\log\\nu, \\theta)` of a diagonal student's λ, as real tensors: exp
+    :math:`(-e^{\\omega_\\nu}, e^{\\omega_\\theta})` exactly, else the log-modulus and angle of
+    :func:`diag_lambda`."""
+    if spec.param == "exp":
+        return -torch.exp(p["l1"]), torch.exp(p["l2"])
+    lam = diag_lambda(spec, p)
+    return torch.log(lam.abs()), lam.angle()
+
+
 def kernel(spec: ModelSpec, p: dict[str, torch.Tensor], T: int) -> torch.Tensor:
-    """Impulse response :math:`K_k`, k < T, batched over a leading run axis (Eq. cm-conv).
-    Dense: :math:`K_k = CA^kB` by doubling (:math:`\\log_2T` batched matmuls). Diagonal:
-    :math:`K_k = \\mathrm{Re}\\sum_n C_n\\gamma_nB_n\\lambda_n^k`, the powers also by doubling
-    (cheaper than a complex exponential of :math:`k\\log\\lambda`)."""
-    if spec.kind == "dense":
-        A = p["A"]  # (R, H, m, m)
-        R, H, m, _ = A.shape
-        V = p["B"].reshape(R, H, m, 1)
-        P = A
-        while V.shape[-1] < T:
-            V = torch.cat([V, P @ V], -1)
-            if V.shape[-1] < T:
-                P = P @ P
-        V = V[..., :T]
-        return torch.einsum("rhm,rhmk->rk", p["C"].reshape(R, H, m), V)
-    lam = diag_lambda(spec, p)[..., None]  # (R, d, 1)
-    V = torch.ones_like(lam)
-    while V.shape[-1] < T:
-        V = torch.cat([V, lam * V], -1)
-        if V.shape[-1] < T:
-            lam = lam * lam
-    coef = torch.complex(p["C_re"], p["C_im"]) * input_weights(spec, p)
-    return (coef[..., None] * V[..., :T]).sum(-2).real
+    """Impulse response :math:`K_k`, k < T, batched over a leading run axis (Eq. cm-conv); see
+    :func:`kernels`."""
+    return kernels({spec: p}, T)
+
+
+def kernels(P: dict[ModelSpec, dict[str, torch.Tensor]], T: int) -> torch.Tensor:
+    """Eq. cm-conv for several architectures at once: every group's runs, in the order of ``P``.
+    Dense: :math:`K_k = CA^kB`, the Krylov vectors :math:`A^kB` by doubling (:math:`\\log_2T`
+    batched matmuls), one doubling for all groups of one block size. Diagonal, with
+    :math:`c = C\\odot\\gamma\\odot B` and :math:`\\lambda = \\nu e^{i\\theta}`:
+    :math:`K_k = \\sum_n\\nu_n^k(\\mathrm{Re}\\,c_n\\cos k\\theta_n - \\mathrm{Im}\\,c_n\\sin k\\theta_n)`,
+    in real arithmetic (:func:`diag_polar`), one evaluation for all groups of one size."""
+    buckets: dict[tuple, list[ModelSpec]] = {}
+    for g, p in P.items():
+        key = ("dense", p["A"].shape[-1]) if g.kind == "dense" else ("diag", p["C_re"].shape[-1])
+        buckets.setdefault(key, []).append(g)
+    out: dict[ModelSpec, torch.Tensor] = {}
+    for (kind, m), gs in buckets.items():
+        if kind == "dense":  # blocks of every group as one batch: (sum of R*H, m, m)
+            Pw = torch.cat([P[g]["A"].flatten(0, 1) for g in gs])
+            V = torch.cat([P[g]["B"].reshape(-1, m, 1) for g in gs])
+            while V.shape[-1] < T:
+                V = torch.cat([V, torch.bmm(Pw, V)], -1)
+                if V.shape[-1] < T:
+                    Pw = torch.bmm(Pw, Pw)
+            Vs = V[..., :T].split([P[g]["A"].shape[0] * P[g]["A"].shape[1] for g in gs])
+            for g, Vg in zip(gs, Vs):
+                R = P[g]["A"].shape[0]
+                out[g] = torch.einsum("rn,rnk->rk", P[g]["C"].reshape(R, -1), Vg.reshape(R, -1, T))
+            continue
+        polar = [diag_polar(g, P[g]) for g in gs]
+        log_nu, theta = (torch.cat(t) for t in zip(*polar))
+        c = torch.cat([torch.complex(P[g]["C_re"], P[g]["C_im"]) * input_weights(g, P[g]) for g in gs])
+        k = torch.arange(T, device=log_nu.device, dtype=log_nu.dtype)
+        kth = theta[..., None] * k  # (R, d, T)
+        K = ((c.real[..., None] * torch.cos(kth) - c.imag[..., None] * torch.sin(kth))
+             * torch.exp(log_nu[..., None] * k)).sum(-2)
+        out.update(zip(gs, K.split([len(t[0]) for t in polar])))
+    return torch.cat([out[g] for g in P])
 
 
 def lag_moments(x: torch.Tensor) -> torch.Tensor:
     """Eq. cm-quad: the lag second moments of a batch, :math:`M_{kl}=\\mathrm{mean}_{b,t}\\,x_{t-k}x_{t-l}`
-    (:math:`x_{t<0}=0`), for x (S, batch, T) -> (S, T, T). With :math:`G = x^\\top x` and
-    :math:`d = |k-l|`, :math:`M_{kl}=\\sum_{v=0}^{T-1-\\max(k,l)}G_{v+d,v}/(\\text{batch}\\cdot T)`: prefix
-    sums along G's diagonals (one matmul, O(T²) after it)."""
+    (:math:`x_{t<0}=0`), for x (S, batch, T) -> (S, T, T). With :math:`G = x^\\top x`, M read
+    backwards, :math:`\\tilde M_{ab} = M_{T-1-a,T-1-b}`, is a prefix sum along G's diagonals:
+    :math:`\\tilde M_{ab} = \\sum_{s\\le\\min(a,b)}G_{s,s+|a-b|}/(\\text{batch}\\cdot T)`. One matmul, then
+    O(T²) through strided views (no index tensors)."""
     S_, B, T = x.shape
-    G = torch.nn.functional.pad(x.transpose(1, 2) @ x / (B * T), (0, 0, 0, T - 1))  # rows v + d < 2T - 1
-    i = torch.arange(T, device=x.device)
-    P = G.gather(1, (i[:, None] + i[None, :]).expand(S_, T, T)).cumsum(2)  # P[d, n] = sum_{v<=n} G[v+d, v]
-    flat = (i[:, None] - i[None, :]).abs() * T + (T - 1 - torch.maximum(i[:, None], i[None, :]))
-    return P.reshape(S_, T * T)[:, flat]
+    G = x.new_zeros(S_, 2 * T - 1, T)  # rows s + d < 2T - 1; the padding rows stay 0
+    torch.matmul(x.transpose(1, 2), x, out=G[:, :T])
+    P = G.as_strided((S_, T, T), (G.stride(0), T + 1, T)).cumsum(1)  # P[a, d] = sum_{s<=a} G[s+d, s]
+    U = P.as_strided((S_, T, T), (T * T, T - 1, 1))  # U[a, b] = P[a, b - a] for b >= a
+    return ((U.triu() + U.triu(1).mT) / (B * T)).flip(1, 2)
 
 
 def batch_loss(dK: torch.Tensor, M: torch.Tensor, seed_of: torch.Tensor) -> torch.Tensor:
     """Eq. cm-quad: per run, :math:`\\tfrac12\\mathrm{mean}_{b,t}e_t^2` with
     :math:`e_t=\\sum_k\\Delta\\tilde K_kx_{t-k}`, as :math:`\\tfrac12\\Delta\\tilde K^\\top M\\Delta\\tilde K`;
     dK (R, T) the kernel errors (direct term in :math:`\\tilde K_0`), M (S, T, T) the
-    :func:`lag_moments` of each seed's batch, ``seed_of`` (R,) the batch of each run."""
-    MK = torch.matmul(dK, M)[seed_of, torch.arange(len(dK), device=dK.device)]  # M is symmetric
-    return 0.5 * (MK * dK).sum(-1)
+    :func:`lag_moments` of each seed's batch, ``seed_of`` (R,) the batch of each run (one matmul per
+    seed, over that seed's runs)."""
+    loss = dK.new_zeros(len(dK))
+    for j in range(len(M)):
+        idx = (seed_of == j).nonzero()[:, 0]
+        d = dK[idx]
+        loss = loss.index_put((idx,), 0.5 * ((d @ M[j]) * d).sum(-1))
+    return loss
 
 
 def kernel_error(K: torch.Tensor, D: torch.Tensor, K_star: torch.Tensor, D_star: torch.Tensor
@@ -358,7 +390,7 @@ def train(cfgs: Sequence[RunCfg], T: int, steps: int, batch: int, tail: int = 10
             torch.randn(batch, T, generator=gen, dtype=dtype, out=x[j])
         M = lag_moments(x.to(dev))
         P = _unflatten(theta, layout)
-        K = torch.cat([kernel(g, p, T) for g, p in P.items()])
+        K = kernels(P, T)
         D = torch.cat([p["D"] for p in P.values()])
         loss = batch_loss(kernel_error(K, D, K_star, D_star), M, seed_of)
         (grad,) = torch.autograd.grad(loss.sum(), theta)

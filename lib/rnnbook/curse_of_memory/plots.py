@@ -7,6 +7,7 @@ here keeps finished runs.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -100,11 +101,13 @@ def plot_f3(table: dict[str, dict[float, dict]]) -> "plt.Figure":
     return fig
 
 
-def plot_bars(labels, values, ylabel: str, log: bool = True, xlabel: str | None = None) -> "plt.Figure":
-    """F4 / F10 / F11: one bar per configuration."""
+def plot_bars(labels, values, ylabel: str, log: bool = True, xlabel: str | None = None,
+              per_seed: Sequence[Sequence[float]] | None = None) -> "plt.Figure":
+    """F4 / F10: one bar per configuration (with ``per_seed``, each seed's value as a dot)."""
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(max(6.4, 1.2 * len(labels)), 4.2))
     ax.bar(range(len(labels)), values, color=[f"C{i % 8}" for i in range(len(labels))])
+    _seed_dots(ax, per_seed)
     ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right")
     if log:
         ax.set_yscale("log")
@@ -330,12 +333,20 @@ def plot_f10(hessians: dict[str, np.ndarray], losses: dict[str, dict[str, float]
     return fig
 
 
-def plot_f11(heads, losses, steps, hist: dict[int, np.ndarray]) -> "plt.Figure":
-    """F11 (Fig. 11): final loss against the number of heads; Adam's effective lr of A per unit
-    learning rate along training."""
+def _seed_dots(ax, per_seed: Sequence[Sequence[float]] | None) -> None:
+    """Each seed's value over its bar (C4, C11 decide on the median the bar shows)."""
+    for i, v in enumerate(per_seed or []):
+        ax.plot(np.full(len(v), i) + np.linspace(-0.2, 0.2, len(v)), v, "k.", ms=4, zorder=3)
+
+
+def plot_f11(heads, losses, steps, hist: dict[int, np.ndarray],
+             per_seed: Sequence[Sequence[float]] | None = None) -> "plt.Figure":
+    """F11 (Fig. 11): final loss against the number of heads (median bars, seeds as dots); Adam's
+    effective lr of A per unit learning rate along training."""
     import matplotlib.pyplot as plt
     fig, axs = plt.subplots(1, 2, figsize=(9.4, 4.4))
     axs[0].bar(range(len(heads)), losses, color=[f"C{i}" for i in range(len(heads))])
+    _seed_dots(axs[0], per_seed)
     axs[0].set_xticks(range(len(heads)), [str(h) for h in heads])
     axs[0].set_yscale("log")
     axs[0].set_xlabel("number of heads (blocks of $A$)")
