@@ -383,7 +383,7 @@ def train(cfgs: Sequence[RunCfg], T: int, steps: int, batch: int, tail: int = 10
     names = sorted({n for _, n, _ in layout})
     probe_at = sorted(set(np.linspace(1, steps, probes).round().astype(int).tolist()))
     hist = {n: np.full((R, len(probe_at)), np.nan) for n in names}
-    losses = np.zeros((R, steps))
+    losses = torch.zeros(R, steps, dtype=dtype, device=dev)  # on the device: no sync per step
     x = torch.empty(len(seeds), batch, T, dtype=dtype)
     for k in progress(range(1, steps + 1)):
         for j, gen in enumerate(gens):
@@ -401,10 +401,11 @@ def train(cfgs: Sequence[RunCfg], T: int, steps: int, batch: int, tail: int = 10
                        k, sgd[run_of], mom, wd)
         if k in probe_at:  # per unit learning rate: eta_eff / eta
             _group_rates(hist, probe_at.index(k), st["theta"], layout, offsets, k, torch.ones_like(lr))
-        losses[:, k - 1] = loss.detach().cpu().numpy()
+        losses[:, k - 1] = loss.detach()
     eff = {n: np.full((R, 1), np.nan) for n in names}
     _group_rates(eff, 0, st["theta"], layout, offsets, steps, lr0)
     is_sgd = sgd.cpu().numpy()
+    losses = losses.cpu().double().numpy()
     final = losses[:, -tail:].mean(1)
     final = np.where(np.isfinite(final), final, np.inf)
     inv = np.argsort(order)  # back to the order of cfgs
