@@ -64,6 +64,7 @@ class Settings:
     f9_grid: tuple[int, int] = (100, 250)
     f8_steps: int = 5000
     long_steps: int = 3000  # F4, F11 and C5's program (the paper's 10,000 in full)
+    probe_seeds: int = 5  # C5: seeds of the Adam probe (the median ratio decides)
     hess_terms: int = 4096
     c6_teachers: int = 9  # C6: the medians over this many F5 teachers (one decides no verdict)
     theta0s: list[float] = field(default_factory=list)  # F10 phase ranges (teacher = student)
