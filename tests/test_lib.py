@@ -4,6 +4,7 @@ everything they write goes to pytest's ``tmp_path``.
 """
 from __future__ import annotations
 
+import argparse
 import ast
 import base64
 import dataclasses
@@ -1324,3 +1325,28 @@ def test_numpy_scalars_shown_as_plain_numbers():
     plain_numpy_scalars(shell)
     text = shell.display_formatter.formatters["text/plain"]
     assert (text(np.float64(3.05)), text(np.float32(1.5)), text(np.int64(3))) == ("3.05", "1.5", "3")
+
+
+def test_survey_chapter_collects_each_seeds_verdicts(tmp_path):
+    """`python -m rnnbook survey`: one run per seed into seed-<n>/, their claims, commands and
+    commits in the committed survey's format; a claim whose verdict moves is found."""
+    def fake_run(chapter, parameters, folder, quiet=True):
+        seed = parameters["seed"]
+        out = folder / chapter
+        out.mkdir(parents=True)
+        found = [claims_mod.Claim("C1", "s", "§1", 1.0 + seed, "tol", verdict="reproduced", passed=True),
+                 claims_mod.Claim("C2", "s", "§2", seed, "tol", verdict="partly" if seed < 2 else "not reproduced",
+                               passed=seed < 2)]
+        (out / "claims.json").write_text(json.dumps([c.__dict__ for c in found]))
+        (out / "run.json").write_text(json.dumps({"wall_seconds": 10.0 + seed, "commit": "abc"}))
+
+    record = execute.survey_chapter("extrapolation", cli.parse_seeds("0-2"), {"profile": "quick", "d": [20]},
+                                    tmp_path, run=fake_run)
+    assert list(record["variations"]) == ["seed 0", "seed 1", "seed 2"]
+    assert record["commands"]["seed 2"] == ("python -m rnnbook run extrapolation --profile quick -p seed 2"
+                                            " -p d '[20]'")
+    assert record["wall_seconds"]["seed 1"] == 11.0 and "abc" in record["made"]
+    assert claims_mod.unstable(record["variations"]) == ["C2"]
+    assert cli.parse_seeds("0-2,7") == [0, 1, 2, 7]
+    with pytest.raises(argparse.ArgumentTypeError, match="allowed"):
+        cli.parse_seeds("0,0")

@@ -1,6 +1,7 @@
 """Command line: ``python -m rnnbook run <chapter> [--profile full] [--device cuda]
 [--results-dir DIR] [-p name value ...]``, ``python -m rnnbook execute [chapter ...]``,
 ``python -m rnnbook book [--offline] [--if-stale]``,
+``python -m rnnbook survey <chapter> --seeds 0-4 [-p name value ...]``,
 ``python -m rnnbook figures``, ``python -m rnnbook bench`` and ``python -m rnnbook seed-book-cache``."""
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import yaml
 
 from rnnbook.claims import format_value
 from rnnbook.execute import (EXECUTED_DIR, FIGURES_EXPORT, build_book, execute_chapter, execute_many,
-                             export_figures, seed_book_cache)
+                             export_figures, seed_book_cache, survey_chapter)
 from rnnbook.paths import chapters, default_results_dir
 
 
@@ -29,6 +30,31 @@ def parse_value(text: str):
                     pass
         return x
     return number(yaml.safe_load(text))
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``0-4`` or ``0,2,5`` (or both: ``0-2,7``) as a list of distinct seeds."""
+    seeds: list[int] = []
+    try:
+        for part in text.split(","):
+            lo, _, hi = part.partition("-")
+            seeds += list(range(int(lo), int(hi or lo) + 1))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--seeds {text!r}: allowed are ranges and lists such as 0-4 or 0,2,5")
+    if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
+        raise argparse.ArgumentTypeError(f"--seeds {text!r}: allowed are distinct integers >= 0, such as 0-4")
+    return seeds
+
+
+def print_survey(record: dict) -> None:
+    """Per claim, the verdict at every seed and whether it is the same at all."""
+    from rnnbook.claims import unstable
+    runs = record["variations"]
+    moving = set(unstable(runs))
+    for cid in sorted({c for v in runs.values() for c in v}, key=lambda c: (len(c), c)):
+        cells = [(v[cid]["verdict"] + ("" if v[cid]["passed"] else " ✗")) if cid in v else "—"
+                 for v in runs.values()]
+        print(f"{cid:<6} {'moves ' if cid in moving else 'stable'}  " + " | ".join(cells))
 
 
 def execute_defaults(names: list[str]) -> int:
@@ -66,6 +92,16 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--offline", action="store_true", help="build in a network namespace with no network")
     b.add_argument("--if-stale", action="store_true",
                    help="keep _build/html if it was built from the current sources")
+    sv = sub.add_parser("survey", help="run a chapter once per seed and show whether each claim's "
+                        "verdict stays the same")
+    sv.add_argument("chapter", choices=chapters())
+    sv.add_argument("--seeds", type=parse_seeds, default=parse_seeds("0-4"), help="e.g. 0-4 (default) or 0,2,5")
+    sv.add_argument("--profile", choices=["quick", "full"], default="quick")
+    sv.add_argument("--results-dir", default=None,
+                    help="runs land in DIR/seed-<n>/<chapter>/ (default _build/results/<profile>/survey)")
+    sv.add_argument("-p", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                    help="a chapter parameter for every run (as for run)")
+    sv.add_argument("--out", default=None, help="where survey.json goes (default: beside the runs)")
     sub.add_parser("figures", help="export the book's figures to _build/figures/<chapter>/")
     sub.add_parser("bench", help="run every bench/*.py and print their speed-up ratios")
     args = ap.parse_args(argv)
@@ -96,6 +132,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "bench":
         from rnnbook import bench
         return bench.main()
+    if args.command == "survey":
+        import json
+        from pathlib import Path
+        parameters = {"profile": args.profile, **{n: parse_value(v) for n, v in args.p}}
+        root = Path(args.results_dir or default_results_dir(args.profile) / "survey")
+        record = survey_chapter(args.chapter, args.seeds, parameters, root)
+        out = Path(args.out or root / "survey.json")
+        out.write_text(json.dumps(record, indent=1) + "\n")
+        print_survey(record)
+        print(f"survey of {len(args.seeds)} runs: {out}")
+        return 0
     parameters = {"profile": args.profile, "device": args.device}
     parameters.update({name: parse_value(value) for name, value in args.p})
     found, out = execute_chapter(args.chapter, parameters, args.results_dir, quiet=args.quiet)

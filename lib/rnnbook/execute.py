@@ -16,6 +16,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -122,9 +123,36 @@ def execute_chapter(chapter: str, parameters: dict[str, Any] | None = None,
 
 RUN_RECORD = "run.json"
 
+
+def survey_chapter(chapter: str, seeds: list[int], parameters: dict[str, Any] | None = None,
+                   results_dir: str | os.PathLike | None = None, quiet: bool = True,
+                   run: Any = None) -> dict[str, Any]:
+    """A seed survey (all chapters: a verdict is the paper's, not the seed's): ``chapter`` run once
+    per seed with ``parameters``, one after another, each into ``<results_dir>/seed-<n>/``; returns
+    the record that ``data/results/survey/<chapter>.json`` commits (:func:`claims.survey` of the
+    runs, their commands, commits and wall times). ``run`` replaces :func:`execute_chapter` (tests)."""
+    run = run or execute_chapter
+    parameters = dict(parameters or {})
+    root = Path(results_dir or default_results_dir(parameters.get("profile", "quick")) / "survey")
+    extra = "".join(f" -p {k} {shlex.quote(v if isinstance(v, str) else json.dumps(v))}"
+                    for k, v in parameters.items() if k not in ("profile", "device", "seed"))
+    runs, commands, walls, commits = {}, {}, {}, set()
+    for seed in seeds:
+        name, folder = f"seed {seed}", root / f"seed-{seed}"
+        run(chapter, {**parameters, "seed": seed}, folder, quiet=quiet)
+        runs[name] = folder / chapter / "claims.json"
+        record = json.loads((folder / chapter / RUN_RECORD).read_text())
+        walls[name] = record["wall_seconds"]
+        commits.add(record["commit"])
+        commands[name] = (f"python -m rnnbook run {chapter} --profile {parameters.get('profile', 'quick')}"
+                          f" -p seed {seed}{extra}")
+    return {"chapter": chapter, "profile": parameters.get("profile", "quick"),
+            "made": f"{datetime.date.today():%d %B %Y} at commit {', '.join(sorted(commits))}",
+            "commands": commands, "wall_seconds": walls, "variations": claims.survey(runs)}
+
 # Quick-profile seconds of each chapter on 2 CPU cores, as last measured; they only decide which
 # chapter starts first where no execution on this machine says better (:func:`expected_seconds`).
-QUICK_SECONDS = {"stable_models": 480, "curse_of_memory": 215, "extrapolation": 136,
+QUICK_SECONDS = {"stable_models": 480, "curse_of_memory": 235, "extrapolation": 136,
                  "learning_dynamics": 92}
 
 Execution = tuple[str, dict[str, Any], Path, Path | None]  # chapter, parameters, results dir, output
