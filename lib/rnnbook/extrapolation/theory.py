@@ -100,14 +100,16 @@ def loss_and_grads(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, h_hat: tor
 
 def gd_step(A: torch.Tensor, U: torch.Tensor, W: torch.Tensor, lr: torch.Tensor, n_sym: int,
             out: torch.Tensor | None = None) -> torch.Tensor:
-    """One GD step on A from the factors of :func:`gradient_factors`, as batched products added in
-    place: :math:`A - \\eta U^\\top W`, and for the first ``n_sym`` (symmetric) runs
+    """One GD step on A from the factors of :func:`gradient_factors`, in one batched product per
+    kind: :math:`A - \\eta U^\\top W`, and for the first ``n_sym`` (symmetric) runs
     :math:`A - \\eta\\,` :func:`sym_grad` :math:`(U^\\top W)` as
-    :math:`A - \\eta U^\\top W - \\eta W^\\top U + \\eta\\,\\mathrm{diag}(U^\\top W)`; ``lr`` (R,)."""
+    :math:`A - \\eta[U;W]^\\top[W;U] + \\eta\\,\\mathrm{diag}(U^\\top W)`; ``lr`` (R,)."""
     s = slice(0, n_sym)
+    X = -lr[:, None, None] * U
     out = torch.empty_like(A) if out is None else out
-    torch.baddbmm(A, (-lr[:, None, None] * U).mT.contiguous(), W, out=out)
-    out[s].baddbmm_((-lr[s, None, None] * W[s]).mT.contiguous(), U[s])
+    torch.baddbmm(A[n_sym:], X[n_sym:].mT.contiguous(), W[n_sym:], out=out[n_sym:])
+    torch.baddbmm(A[s], torch.cat([X[s], -lr[s, None, None] * W[s]], 1).mT.contiguous(),
+                  torch.cat([W[s], U[s]], 1), out=out[s])
     out[s].diagonal(dim1=1, dim2=2).add_(lr[s, None] * (U[s] * W[s]).sum(1))
     return out
 

@@ -29,30 +29,26 @@ STALL_DROP = 0.01
 
 # ----------------------------------------------------------------------------- one GD step
 def chunk_runs(d: int, device: torch.device) -> int:
-    """How many runs :func:`gd_steps` takes at a time: on the CPU about 3 MiB of their A (d x d,
-    float64; fastest in our timing at d = 100, 2 December 2026, between per-call overhead and
-    cache), on a GPU all runs."""
-    return 1 << 30 if device.type != "cpu" else max(1, (3 << 20) // (8 * d * d))
+    """How many runs :func:`gd_steps` takes at a time: on the CPU as many as keep their A (d x d,
+    float64) within about 1 MiB of cache through the k powers, the gradient and the update; on a
+    GPU all runs."""
+    return 1 << 30 if device.type != "cpu" else max(1, (1 << 20) // (8 * d * d))
 
 
 def gd_steps(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, h_hat: torch.Tensor,
-             mask: torch.Tensor, lr: torch.Tensor, n_sym: int, chunk: int,
-             out: tuple[torch.Tensor, ...] | None = None) -> tuple[torch.Tensor, ...]:
+             mask: torch.Tensor, lr: torch.Tensor, n_sym: int, chunk: int
+             ) -> tuple[torch.Tensor, ...]:
     """One full-batch GD step of every run (the first ``n_sym`` with a symmetric A), a chunk of
-    runs at a time, so that a chunk's matrices are read from memory once per step, each chunk
-    through only as many powers as its longest k needs (runs sorted by k share chunks): the loss at
+    runs at a time, so that a chunk's matrices are read from memory once per step: the loss at
     (A, B, C) and the stepped parameters (:func:`~rnnbook.extrapolation.theory.gradient_factors`,
-    :func:`~rnnbook.extrapolation.theory.gd_step`). ``out``: buffers for the stepped (A, B, C)
-    (a fresh 25 MB tensor per step costs its page faults)."""
-    A2, B2, C2 = out or (torch.empty_like(A), torch.empty_like(B), torch.empty_like(C))
-    L = A.new_empty(len(A))
+    :func:`~rnnbook.extrapolation.theory.gd_step`)."""
+    L, A2, B2, C2 = A.new_empty(len(A)), torch.empty_like(A), torch.empty_like(B), torch.empty_like(C)
     bounds = [*range(0, n_sym, chunk), n_sym, *range(n_sym, len(A), chunk), len(A)]
     for a, z in zip(bounds, bounds[1:]):
         if a >= z:
             continue
         ns, s = (z - a) if z <= n_sym else 0, slice(a, z)
-        K = int(mask[s].sum(-1).max())  # the chunk's longest k
-        L[s], U, W, G_B, G_C = gradient_factors(A[s], B[s], C[s], h_hat[s, :K], mask[s, :K], ns)
+        L[s], U, W, G_B, G_C = gradient_factors(A[s], B[s], C[s], h_hat[s], mask[s], ns)
         gd_step(A[s], U, W, lr[s], ns, out=A2[s])
         torch.addcmul(B[s], lr[s, None], G_B, value=-1, out=B2[s])
         torch.addcmul(C[s], lr[s, None], G_C, value=-1, out=C2[s])
@@ -111,8 +107,7 @@ def train_students(configs: Sequence[RunConfig], progress: Callable[[Iterable], 
     """Train all runs by full-batch GD as one batched float64 torch program on ``device`` (the
     chapter's; closed-form gradient, :func:`rnnbook.extrapolation.theory.loss_and_grads`). The runs
     with a symmetric A go first in the batch, so that their power recursion is one product per power
-    and their step one batched product (:func:`~rnnbook.extrapolation.theory.gd_step`), and runs of
-    equal k sit together (:func:`gd_steps`).
+    and their step one batched product (:func:`~rnnbook.extrapolation.theory.gd_step`).
 
     A run is frozen once L < 1e-10, after its own ``steps``, when it has stalled (its loss fell by
     less than :data:`STALL_DROP` over the last :data:`STALL_WINDOW` steps: ``stalled``), or when its
@@ -121,7 +116,7 @@ def train_students(configs: Sequence[RunConfig], progress: Callable[[Iterable], 
     imbalance :math:`\\|B-C^\\top\\|/\\|B\\|` seen during training (C4)."""
     dev = torch.device(device)
     R = len(configs)
-    order = sorted(range(R), key=lambda i: (configs[i].variant == "nonsym", configs[i].k))  # symmetric first
+    order = sorted(range(R), key=lambda i: configs[i].variant == "nonsym")  # symmetric runs first
     cf = [configs[i] for i in order]
     A, B, C = (torch.stack(t).to(dev) for t in zip(*(init_student(c) for c in cf)))
     K, q, T = (max(getattr(c, a) for c in cf) for a in ("k", "horizon_q", "steps"))
@@ -143,14 +138,13 @@ def train_students(configs: Sequence[RunConfig], progress: Callable[[Iterable], 
     n_sym = sum(c.variant != "nonsym" for c in cf)
 
     idx = torch.arange(R, device=dev)  # the runs still training (in batch order, symmetric first)
-    w, (Aw, Bw, Cw), ns = per_run, (A.clone(), B.clone(), C.clone()), n_sym
-    spare = None  # the previous step's buffers, written again by the next (same batch size)
+    w, (Aw, Bw, Cw), ns = per_run, (A, B, C), n_sym
     loss = lambda A_, B_, C_, w_, ns_: gradient_factors(A_, B_, C_, w_["h_hat"], w_["mask"], ns_)[0]  # noqa: E731
     chunk = chunk_runs(A.shape[1], dev)
     L0 = loss(A, B, C, per_run, n_sym)
     L_window = L0.clone()  # each run's loss at the start of the current stall window
     for t in progress(range(T + 1)):
-        L, A2, B2, C2 = gd_steps(Aw, Bw, Cw, w["h_hat"], w["mask"], w["lr"], ns, chunk, spare)
+        L, A2, B2, C2 = gd_steps(Aw, Bw, Cw, w["h_hat"], w["mask"], w["lr"], ns, chunk)
         imb = torch.linalg.vector_norm(Bw - Cw, dim=-1) / torch.linalg.vector_norm(Bw, dim=-1)
         imbalance[idx] = torch.maximum(imbalance[idx], imb)
         if t in checkpoints:
@@ -175,8 +169,6 @@ def train_students(configs: Sequence[RunConfig], progress: Callable[[Iterable], 
                 break
             w = {name: x[idx] for name, x in per_run.items()}
             A2, B2, C2 = A2[go], B2[go], C2[go]
-            Aw = None  # no spare buffers of the new size yet
-        spare = None if Aw is None else (Aw, Bw, Cw)
         Aw, Bw, Cw = A2, B2, C2
     L = loss(A, B, C, per_run, n_sym).cpu().numpy()
     h = impulse_response(A, B, C, q)
