@@ -513,8 +513,8 @@ def diagonal_summary(res: dict[str, np.ndarray], gate: float, d_hat: int) -> dic
 
 def diagonal_sweep(cache, lam: Sequence[float], w: Sequence[float], ks: Sequence[int],
                    n_seeds: int, seed: int, d: int, steps: int, lr: float, init_scale: float,
-                   horizon_q: int, progress, device: str | torch.device = "cpu") -> dict[str, np.ndarray]:
-    """E2: real and complex diagonal students for every (k, seed), cached, on ``device``."""
+                   horizon_q: int, progress) -> dict[str, np.ndarray]:
+    """E2: real and complex diagonal students for every (k, seed), cached."""
     run_k = [k for k in ks for _ in range(n_seeds)]
     out: dict[str, np.ndarray] = {"k": np.array(run_k)}
     for complex_ in (False, True):
@@ -523,7 +523,7 @@ def diagonal_sweep(cache, lam: Sequence[float], w: Sequence[float], ks: Sequence
                   "steps": steps, "lr": lr, "init_scale": init_scale, "q": horizon_q}
         res = cache.cached("diagonal", config, lambda: train_diagonal(
             teacher_impulse(lam, w, horizon_q), run_k, seeds, d, complex_, steps, lr,
-            init_scale, horizon_q, progress, device))
+            init_scale, horizon_q, progress))
         name = "complex" if complex_ else "real"
         out.update({f"{name}_{key}": val for key, val in res.items()})
     return out

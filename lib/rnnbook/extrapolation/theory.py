@@ -234,10 +234,9 @@ def w1_distance(mu: np.ndarray, wts: np.ndarray, lam: Sequence[float], w: Sequen
 
 
 # ----------------------------------------------------------------------------- diagonal students
-def diagonal_loss_and_grads(lam: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None,
-                            h_hat: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """E2: loss and closed-form gradient of a diagonal student, batched over runs (R, d), torch on
-    lam's device.
+def diagonal_loss_and_grads(lam: np.ndarray, b: np.ndarray, c: np.ndarray | None,
+                            h_hat: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, ...]:
+    """E2: loss and closed-form gradient of a diagonal student, batched over runs (R, d).
 
     Real (``c`` given): :math:`h_j = \\sum_i c_i b_i \\lambda_i^j`. Complex (``c`` None, complex
     ``lam`` and ``b``): :math:`h_j = \\mathrm{Re}\\sum_i |b_i|^2 \\lambda_i^j`; the gradient of a
@@ -245,20 +244,20 @@ def diagonal_loss_and_grads(lam: torch.Tensor, b: torch.Tensor, c: torch.Tensor 
     K = h_hat.shape[-1]
     P = _powers(lam, K)  # lam_i^j, (R, d, K)
     wts = c * b if c is not None else (b * b.conj()).real
-    h = (wts[..., None] * P).sum(1)
-    h = h.real if h.is_complex() else h
+    h = (wts[..., None] * P).sum(1).real
     r2 = 2 * (h - h_hat) * mask
     L = (r2 * r2).sum(-1) / 4
     g_w = (r2[:, None, :] * P).sum(-1)  # dL/dw_i (complex for complex lam: its real part counts)
-    j = torch.arange(1, K, device=lam.device, dtype=r2.dtype)
+    j = np.arange(1, K)
     g_lam = wts * (r2[:, None, 1:] * j * P[..., :-1]).sum(-1)  # holomorphic derivative
     if c is not None:
         return L, g_lam, g_w * c, g_w * b
     return L, g_lam.conj(), 2 * g_w.real * b
 
 
-def _powers(lam: torch.Tensor, K: int) -> torch.Tensor:
+def _powers(lam: np.ndarray, K: int) -> np.ndarray:
     """:math:`\\lambda_i^j` for j < K by cumulative products (cheaper than ``**`` for complex)."""
-    P = lam[..., None].expand(*lam.shape, K).clone()
+    P = np.empty(lam.shape + (K,), dtype=lam.dtype)
     P[..., 0] = 1
-    return torch.cumprod(P, -1)
+    P[..., 1:] = lam[..., None]
+    return np.cumprod(P, -1)
