@@ -49,74 +49,39 @@ def population_loss(h: torch.Tensor, h_hat: torch.Tensor, k: torch.Tensor) -> to
 
 
 # ----------------------------------------------------------------------------- closed-form gradient
-def krylov(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, K: int, n_sym: int) -> torch.Tensor:
-    """The rows :math:`v_m^\\top = (A^mB)^\\top` and :math:`u_m = CA^m`, m < K, as (R, 2, K, d)
-    (index 0: v, 1: u), each row times A (a row times a matrix is about 2.5x faster than BLAS's
-    batched mat-vec here). The first ``n_sym`` runs have a symmetric A: one product with the two
-    rows per power; the rest :math:`v^\\top A^\\top` and :math:`uA` apart."""
-    x0 = torch.stack([B, C], 1)  # (R, 2, d)
-    parts = []
-    for a, z in ((0, n_sym), (n_sym, len(A))):
-        if a == z:
-            continue
-        x, Ac, rows = x0[a:z], A[a:z], [x0[a:z]]
-        for _ in range(1, K):
-            x = torch.bmm(x, Ac) if z <= n_sym else torch.cat([torch.bmm(x[:, :1], Ac.mT),
-                                                               torch.bmm(x[:, 1:], Ac)], 1)
-            rows.append(x)
-        parts.append(torch.stack(rows, 2))
-    return torch.cat(parts) if len(parts) > 1 else parts[0]
-
-
-def gradient_factors(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, h_hat: torch.Tensor,
-                     mask: torch.Tensor, n_sym: int = 0) -> tuple[torch.Tensor, ...]:
+def loss_and_grads(A: np.ndarray, B: np.ndarray, C: np.ndarray, h_hat: np.ndarray,
+                   mask: np.ndarray) -> tuple[np.ndarray, ...]:
     """Population loss and its gradient in closed form (spec §3). With :math:`v_m = A^m B`,
     :math:`u_m = C A^m` and :math:`r_j = h_j-\\hat h_j` (zero for j >= k, as ``mask`` says):
 
-    :math:`\\partial_A L=\\sum_{m+n+1<k}2r_{m+n+1}u_m^\\top v_n^\\top = U^\\top W`, with rows
-    :math:`U_m = u_m` and :math:`W_m = \\sum_n 2r_{m+n+1}v_n^\\top`;
+    :math:`\\partial_A L=\\sum_{m+n+1<k}2r_{m+n+1}u_m^\\top v_n^\\top`,
     :math:`\\partial_B L=\\sum_j 2r_j u_j^\\top`, :math:`\\partial_C L=\\sum_j 2r_j v_j^\\top`.
 
-    Batched over runs, float64 torch on A's device: A (R, d, d), B, C (R, d), ``h_hat`` and
-    ``mask`` (R, K) with K = max k, the first ``n_sym`` runs symmetric (:func:`krylov`); returns
-    (L, U, W, G_B, G_C), U and W (R, K, d)."""
+    Batched over runs in float64 numpy: A (R, d, d), B, C (R, d), ``h_hat`` and ``mask`` (R, K) with
+    K = max k; returns (L, G_A, G_B, G_C). The models are tiny, so this is written with few,
+    batched operations."""
     R, K = h_hat.shape
-    P = krylov(A, B, C, K, n_sym)
-    V, U = P[:, 0], P[:, 1]
-    h = (V * C[:, None]).sum(-1)
+    # columns m of P: v_m for the first R rows, u_m^T = (A^T)^m C^T for the last R
+    M = np.concatenate([A, A.swapaxes(1, 2)])
+    x = np.concatenate([B, C])[..., None]
+    P = np.empty((2 * R, A.shape[1], K))
+    P[..., 0] = x[..., 0]
+    for m in range(1, K):
+        x = M @ x
+        P[..., m] = x[..., 0]
+    v, u = P[:R], P[R:]
+    h = (C[..., None] * v).sum(1)
     r2 = 2 * (h - h_hat) * mask  # 2 r_j
     L = (r2 * r2).sum(-1) / 4
-    Hk = torch.cat([r2, torch.zeros_like(r2)], -1)[:, _hankel(K, A.device)]  # 2 r_{m+n+1}
-    return L, U, Hk @ V, (r2[:, None] @ U)[:, 0], (r2[:, None] @ V)[:, 0]
+    Hk = np.concatenate([r2, np.zeros_like(r2)], -1)[:, _hankel(K)]  # 2 r_{m+n+1}
+    G_A = u @ (v @ Hk).swapaxes(1, 2)  # sum_m u_m^T (sum_n 2 r_{m+n+1} v_n)^T
+    G_CB = (P @ np.concatenate([r2, r2])[..., None])[..., 0]
+    return L, G_A, G_CB[R:], G_CB[:R]
 
 
-def loss_and_grads(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, h_hat: torch.Tensor,
-                   mask: torch.Tensor, n_sym: int = 0) -> tuple[torch.Tensor, ...]:
-    """(L, ∂_A L, ∂_B L, ∂_C L) of :func:`gradient_factors`, with :math:`\\partial_AL = U^\\top W`
-    formed (C9's check; the trainer folds it into its step, :func:`gd_step`)."""
-    L, U, W, G_B, G_C = gradient_factors(A, B, C, h_hat, mask, n_sym)
-    return L, U.mT @ W, G_B, G_C
-
-
-def gd_step(A: torch.Tensor, U: torch.Tensor, W: torch.Tensor, lr: torch.Tensor, n_sym: int,
-            out: torch.Tensor | None = None) -> torch.Tensor:
-    """One GD step on A from the factors of :func:`gradient_factors`, in one batched product per
-    kind: :math:`A - \\eta U^\\top W`, and for the first ``n_sym`` (symmetric) runs
-    :math:`A - \\eta\\,` :func:`sym_grad` :math:`(U^\\top W)` as
-    :math:`A - \\eta[U;W]^\\top[W;U] + \\eta\\,\\mathrm{diag}(U^\\top W)`; ``lr`` (R,)."""
-    s = slice(0, n_sym)
-    X = -lr[:, None, None] * U
-    out = torch.empty_like(A) if out is None else out
-    torch.baddbmm(A[n_sym:], X[n_sym:].mT.contiguous(), W[n_sym:], out=out[n_sym:])
-    torch.baddbmm(A[s], torch.cat([X[s], -lr[s, None, None] * W[s]], 1).mT.contiguous(),
-                  torch.cat([W[s], U[s]], 1), out=out[s])
-    out[s].diagonal(dim1=1, dim2=2).add_(lr[s, None] * (U[s] * W[s]).sum(1))
-    return out
-
-
-def _hankel(K: int, device: torch.device | None = None) -> torch.Tensor:
+def _hankel(K: int) -> np.ndarray:
     """Index m + n + 1 for the Hankel weights of the A-gradient."""
-    i = torch.arange(K, device=device)
+    i = np.arange(K)
     return i[:, None] + i[None, :] + 1
 
 
@@ -132,7 +97,7 @@ def _random_students(seed: int, runs: int, d: int, K: int):
         yield variant, A, B, C, h_hat, k
 
 
-def _upper_triangle_update(seed: int, runs: int, d: int, K: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _upper_triangle_update(seed: int, runs: int, d: int, K: int) -> tuple[np.ndarray, np.ndarray]:
     """On the non-symmetric students of :func:`_random_students`: the closed-form G of a symmetric
     A stored as its upper triangle, and autograd's gradient on that upper triangle
     (:math:`A` = triu(theta) + triu(theta, 1)^T)."""
@@ -140,9 +105,10 @@ def _upper_triangle_update(seed: int, runs: int, d: int, K: int) -> tuple[torch.
     theta = torch.triu(A).clone().requires_grad_()
     L = population_loss(impulse_response(torch.triu(theta) + torch.triu(theta, 1).transpose(1, 2),
                                          B, C, K), h_hat, k)
-    auto = torch.triu(torch.autograd.grad(L.sum(), theta)[0])
-    Asym = torch.triu(A) + torch.triu(A, 1).transpose(1, 2)
-    G = loss_and_grads(Asym, B, C, h_hat, torch.arange(K) < k[:, None])[1]
+    auto = torch.triu(torch.autograd.grad(L.sum(), theta)[0]).numpy()
+    Asym = (torch.triu(A) + torch.triu(A, 1).transpose(1, 2)).numpy()
+    G = loss_and_grads(Asym, B.numpy(), C.numpy(), h_hat.numpy(),
+                       (torch.arange(K) < k[:, None]).numpy())[1]
     return G, auto
 
 
@@ -152,14 +118,15 @@ def gradient_check(seed: int, runs: int = 6, d: int = 7, K: int = 5) -> dict[str
     :func:`sym_grad` and autograd through the upper-triangle parametrisation of a symmetric A."""
     out = {}
     for variant, A, B, C, h_hat, k in _random_students(seed, runs, d, K):
-        closed = loss_and_grads(A, B, C, h_hat, torch.arange(K) < k[:, None],
-                                n_sym=runs if variant == "symmetric" else 0)
+        closed = loss_and_grads(*(t.numpy() for t in (A, B, C, h_hat)),
+                                (torch.arange(K) < k[:, None]).numpy())
         P = [x.clone().requires_grad_() for x in (A, B, C)]
         L = population_loss(impulse_response(*P, K), h_hat, k)
         auto = (L.detach(), *torch.autograd.grad(L.sum(), P))
-        out[variant] = max(float((a - b).norm() / b.norm()) for a, b in zip(closed, auto))
+        out[variant] = max(float(np.linalg.norm(a - b.numpy()) / b.norm()) for a, b in zip(closed, auto))
     G, auto = _upper_triangle_update(seed, runs, d, K)
-    out["upper-triangle update"] = float((torch.triu(sym_grad(G)) - auto).norm() / auto.norm())
+    out["upper-triangle update"] = float(np.linalg.norm(np.triu(sym_grad(G)) - auto)
+                                         / np.linalg.norm(auto))
     return out
 
 
@@ -167,15 +134,18 @@ def half_update_error(seed: int, runs: int = 6, d: int = 7, K: int = 5) -> float
     """The control of C9: relative difference between the wrong update :math:`(G+G^\\top)/2` and
     autograd's upper-triangle gradient, on the same students as :func:`gradient_check`."""
     G, auto = _upper_triangle_update(seed, runs, d, K)
-    half = torch.triu((G + G.mT) / 2)
-    return float((half - auto).norm() / auto.norm())
+    half = np.triu((G + G.swapaxes(1, 2)) / 2)
+    return float(np.linalg.norm(half - auto) / np.linalg.norm(auto))
 
 
-def sym_grad(G: torch.Tensor) -> torch.Tensor:
+def sym_grad(G: np.ndarray) -> np.ndarray:
     """Update of a symmetric A stored as its upper triangle (spec §3): :math:`G+G^\\top-\\mathrm{diag}(G)`.
 
     (Not :math:`(G+G^\\top)/2`, whose dynamics differ.)"""
-    return G + G.mT - torch.diag_embed(torch.diagonal(G, dim1=-2, dim2=-1))
+    S = G + G.swapaxes(1, 2)
+    i = np.arange(G.shape[-1])
+    S[:, i, i] *= 0.5
+    return S
 
 
 # ----------------------------------------------------------------------------- Prop. 3, moments

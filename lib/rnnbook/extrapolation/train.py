@@ -1,6 +1,6 @@
 """The extrapolation chapter's students and their training (Cohen-Karlik et al., ICLR 2023, §3).
 
-Many students (seeds x k x variants x init scales) train as one batched float64 torch program by full-batch
+Many students (seeds x k x variants x init scales) train as one batched float64 program by full-batch
 GD with the population loss (Eq. 3.4, rebuilt from the whitened-input statement) and its closed-form gradient
 (:func:`rnnbook.extrapolation.theory.loss_and_grads`); a run freezes once its loss is below
 :data:`FREEZE_LOSS`. Diagonal (S4D / LRU-form) students of extension E2 train the same way.
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from rnnbook.extrapolation.theory import (DTYPE, _powers, diagonal_loss_and_grads, eps_q, gd_step,
-                                          gradient_factors, impulse_response, teacher_impulse)
+from rnnbook.extrapolation.theory import (DTYPE, _powers, diagonal_loss_and_grads, eps_q,
+                                          impulse_response, loss_and_grads, sym_grad, teacher_impulse)
 
 
 FREEZE_LOSS = 1e-10  # a run is frozen once L < 1e-10 (spec §3)
@@ -25,34 +25,6 @@ FREEZE_LOSS = 1e-10  # a run is frozen once L < 1e-10 (spec §3)
 # at k = 2 d_hat + 1, still lose 10-20 % of their loss per window near L = 1e-7).
 STALL_WINDOW = 20_000
 STALL_DROP = 0.01
-
-
-# ----------------------------------------------------------------------------- one GD step
-def chunk_runs(d: int, device: torch.device) -> int:
-    """How many runs :func:`gd_steps` takes at a time: on the CPU as many as keep their A (d x d,
-    float64) within about 1 MiB of cache through the k powers, the gradient and the update; on a
-    GPU all runs."""
-    return 1 << 30 if device.type != "cpu" else max(1, (1 << 20) // (8 * d * d))
-
-
-def gd_steps(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, h_hat: torch.Tensor,
-             mask: torch.Tensor, lr: torch.Tensor, n_sym: int, chunk: int
-             ) -> tuple[torch.Tensor, ...]:
-    """One full-batch GD step of every run (the first ``n_sym`` with a symmetric A), a chunk of
-    runs at a time, so that a chunk's matrices are read from memory once per step: the loss at
-    (A, B, C) and the stepped parameters (:func:`~rnnbook.extrapolation.theory.gradient_factors`,
-    :func:`~rnnbook.extrapolation.theory.gd_step`)."""
-    L, A2, B2, C2 = A.new_empty(len(A)), torch.empty_like(A), torch.empty_like(B), torch.empty_like(C)
-    bounds = [*range(0, n_sym, chunk), n_sym, *range(n_sym, len(A), chunk), len(A)]
-    for a, z in zip(bounds, bounds[1:]):
-        if a >= z:
-            continue
-        ns, s = (z - a) if z <= n_sym else 0, slice(a, z)
-        L[s], U, W, G_B, G_C = gradient_factors(A[s], B[s], C[s], h_hat[s], mask[s], ns)
-        gd_step(A[s], U, W, lr[s], ns, out=A2[s])
-        torch.addcmul(B[s], lr[s, None], G_B, value=-1, out=B2[s])
-        torch.addcmul(C[s], lr[s, None], G_C, value=-1, out=C2[s])
-    return L, A2, B2, C2
 
 
 # ----------------------------------------------------------------------------- runs
@@ -102,93 +74,88 @@ def init_student(cfg: RunConfig) -> tuple[torch.Tensor, torch.Tensor, torch.Tens
     return A, B, C
 
 
-def train_students(configs: Sequence[RunConfig], progress: Callable[[Iterable], Iterable] = iter,
-                   device: str | torch.device = "cpu") -> list[dict[str, np.ndarray]]:
-    """Train all runs by full-batch GD as one batched float64 torch program on ``device`` (the
-    chapter's; closed-form gradient, :func:`rnnbook.extrapolation.theory.loss_and_grads`). The runs
-    with a symmetric A go first in the batch, so that their power recursion is one product per power
-    and their step one batched product (:func:`~rnnbook.extrapolation.theory.gd_step`).
+def train_students(configs: Sequence[RunConfig],
+                   progress: Callable[[Iterable], Iterable] = iter) -> list[dict[str, np.ndarray]]:
+    """Train all runs by full-batch GD as one batched float64 NumPy program on the CPU
+    (closed-form gradient; there is no ``device`` option: the chapter's ``device`` reaches only the
+    GRU students).
 
     A run is frozen once L < 1e-10, after its own ``steps``, when it has stalled (its loss fell by
     less than :data:`STALL_DROP` over the last :data:`STALL_WINDOW` steps: ``stalled``), or when its
     loss rises above 10x its initial value or turns non-finite (``diverged``: a step-size failure,
     not an extrapolation failure); frozen runs leave the batch. Records L and eps_q at each checkpoint and the largest
     imbalance :math:`\\|B-C^\\top\\|/\\|B\\|` seen during training (C4)."""
-    dev = torch.device(device)
     R = len(configs)
-    order = sorted(range(R), key=lambda i: configs[i].variant == "nonsym")  # symmetric runs first
-    cf = [configs[i] for i in order]
-    A, B, C = (torch.stack(t).to(dev) for t in zip(*(init_student(c) for c in cf)))
-    K, q, T = (max(getattr(c, a) for c in cf) for a in ("k", "horizon_q", "steps"))
-    h_hat_q = torch.stack([teacher_impulse(c.lam, c.w, q) for c in cf]).to(dev)
-    tens = lambda f, **kw: torch.tensor([f(c) for c in cf], device=dev, **kw)  # noqa: E731
+    A, B, C = (torch.stack(t).numpy() for t in zip(*(init_student(c) for c in configs)))
+    K, q, T = (max(getattr(c, a) for c in configs) for a in ("k", "horizon_q", "steps"))
+    h_hat_q = torch.stack([teacher_impulse(c.lam, c.w, q) for c in configs]).numpy()
     per_run = {  # per-run constants, gathered again whenever the batch shrinks
         "h_hat": h_hat_q[:, :K],
-        "mask": torch.arange(K, device=dev) < tens(lambda c: c.k)[:, None],
-        "lr": tens(lambda c: c.lr, dtype=DTYPE),
-        "steps": tens(lambda c: c.steps),
+        "mask": np.arange(K) < np.array([c.k for c in configs])[:, None],
+        "lr": np.array([c.lr for c in configs]),
+        "steps": np.array([c.steps for c in configs]),
+        "sym": np.array([c.variant != "nonsym" for c in configs]),
     }
-    checkpoints = sorted({t for c in cf for t in c.checkpoints})
-    ck_L = torch.full((R, len(checkpoints)), math.nan, dtype=DTYPE, device=dev)
-    ck_eps = torch.full_like(ck_L, math.nan)
-    diverged = torch.zeros(R, dtype=torch.bool, device=dev)
-    stalled = torch.zeros_like(diverged)
-    steps_run = torch.full((R,), T, device=dev)
-    imbalance = torch.zeros(R, dtype=DTYPE, device=dev)
-    n_sym = sum(c.variant != "nonsym" for c in cf)
+    checkpoints = sorted({t for c in configs for t in c.checkpoints})
+    ck_L = np.full((R, len(checkpoints)), math.nan)
+    ck_eps = np.full_like(ck_L, math.nan)
+    diverged = np.zeros(R, dtype=bool)
+    stalled = np.zeros(R, dtype=bool)
+    steps_run = np.full(R, T)
+    imbalance = np.zeros(R)
 
-    idx = torch.arange(R, device=dev)  # the runs still training (in batch order, symmetric first)
-    w, (Aw, Bw, Cw), ns = per_run, (A, B, C), n_sym
-    loss = lambda A_, B_, C_, w_, ns_: gradient_factors(A_, B_, C_, w_["h_hat"], w_["mask"], ns_)[0]  # noqa: E731
-    chunk = chunk_runs(A.shape[1], dev)
-    L0 = loss(A, B, C, per_run, n_sym)
-    L_window = L0.clone()  # each run's loss at the start of the current stall window
-    for t in progress(range(T + 1)):
-        L, A2, B2, C2 = gd_steps(Aw, Bw, Cw, w["h_hat"], w["mask"], w["lr"], ns, chunk)
-        imb = torch.linalg.vector_norm(Bw - Cw, dim=-1) / torch.linalg.vector_norm(Bw, dim=-1)
-        imbalance[idx] = torch.maximum(imbalance[idx], imb)
-        if t in checkpoints:
-            A[idx], B[idx], C[idx] = Aw, Bw, Cw
-            i = checkpoints.index(t)
-            ck_L[:, i] = loss(A, B, C, per_run, n_sym)
-            ck_eps[:, i] = eps_q(impulse_response(A, B, C, q), h_hat_q)
-        bad = ~torch.isfinite(L) | (L > 10 * L0[idx])
-        diverged[idx] |= bad
-        go = ~bad & (L >= FREEZE_LOSS) & (t < w["steps"])
-        if t > 0 and t % STALL_WINDOW == 0:
-            stuck = go & (L > (1 - STALL_DROP) * L_window[idx])
-            stalled[idx[stuck]] = True
-            go &= ~stuck
-            L_window[idx] = L
-        if not bool(go.all()):  # drop frozen runs from the batch
-            A[idx], B[idx], C[idx] = Aw, Bw, Cw
-            steps_run[idx[~go]] = t
-            ns = int(go[:ns].sum())
-            idx = idx[go]
-            if t == T or len(idx) == 0:
-                break
-            w = {name: x[idx] for name, x in per_run.items()}
-            A2, B2, C2 = A2[go], B2[go], C2[go]
-        Aw, Bw, Cw = A2, B2, C2
-    L = loss(A, B, C, per_run, n_sym).cpu().numpy()
-    h = impulse_response(A, B, C, q)
-    eps = eps_q(h, h_hat_q).cpu().numpy()  # horizon q for every run
-    h, h_hat_q, ck_L, ck_eps = h.cpu(), h_hat_q.cpu(), ck_L.cpu().numpy(), ck_eps.cpu().numpy()
-    A, B, C = (x.cpu().numpy() for x in (A, B, C))
-    flags = {n: x.cpu().numpy() for n, x in (("diverged", diverged), ("stalled", stalled),
-                                             ("steps_run", steps_run), ("imbalance", imbalance))}
-    out: list[dict] = [{}] * R
-    for r, c in enumerate(cf):
+    idx = np.arange(R)  # the runs still training
+    w, (Aw, Bw, Cw) = per_run, (A, B, C)
+    L0 = loss_and_grads(A, B, C, per_run["h_hat"], per_run["mask"])[0]
+    L_window = L0.copy()  # each run's loss at the start of the current stall window
+    with np.errstate(over="ignore", invalid="ignore"):  # a diverging run is detected, not an error
+        for t in progress(range(T + 1)):
+            L, G_A, G_B, G_C = loss_and_grads(Aw, Bw, Cw, w["h_hat"], w["mask"])
+            imb = np.linalg.norm(Bw - Cw, axis=-1) / np.linalg.norm(Bw, axis=-1)
+            imbalance[idx] = np.maximum(imbalance[idx], imb)
+            if t in checkpoints:
+                A[idx], B[idx], C[idx] = Aw, Bw, Cw
+                i = checkpoints.index(t)
+                ck_L[:, i] = loss_and_grads(A, B, C, per_run["h_hat"], per_run["mask"])[0]
+                h = impulse_response(*(torch.from_numpy(x) for x in (A, B, C)), q)
+                ck_eps[:, i] = eps_q(h, torch.from_numpy(h_hat_q)).numpy()
+            bad = ~np.isfinite(L) | (L > 10 * L0[idx])
+            diverged[idx] |= bad
+            go = ~bad & (L >= FREEZE_LOSS) & (t < w["steps"])
+            if t > 0 and t % STALL_WINDOW == 0:
+                stuck = go & (L > (1 - STALL_DROP) * L_window[idx])
+                stalled[idx[stuck]] = True
+                go &= ~stuck
+                L_window[idx] = L
+            if not go.all():  # drop frozen runs from the batch
+                A[idx], B[idx], C[idx] = Aw, Bw, Cw
+                steps_run[idx[~go]] = t
+                idx = idx[go]
+                if t == T or len(idx) == 0:
+                    break
+                w = {name: x[idx] for name, x in per_run.items()}
+                Aw, Bw, Cw = A[idx], B[idx], C[idx]
+                G_A, G_B, G_C = G_A[go], G_B[go], G_C[go]
+            lr = w["lr"][:, None]
+            G_A = np.where(w["sym"][:, None, None], sym_grad(G_A), G_A)
+            Aw = Aw - lr[..., None] * G_A
+            Bw = Bw - lr * G_B
+            Cw = Cw - lr * G_C
+    L = loss_and_grads(A, B, C, per_run["h_hat"], per_run["mask"])[0]
+    h = impulse_response(*(torch.from_numpy(x) for x in (A, B, C)), q)
+    eps = eps_q(h, torch.from_numpy(h_hat_q)).numpy()  # horizon q for every run
+    out = []
+    for r, c in enumerate(configs):
         keep = [i for i, t in enumerate(checkpoints) if t in c.checkpoints]
-        eps_r = eps[r] if c.horizon_q == q else eps_q(h[r, :c.horizon_q], h_hat_q[r, :c.horizon_q]).item()
-        out[order[r]] = {
-            "loss": float(L[r]), "eps": float(eps_r), "diverged": bool(flags["diverged"][r]),
-            "stalled": bool(flags["stalled"][r]),
-            "steps_run": int(flags["steps_run"][r]), "imbalance_max": float(flags["imbalance"][r]),
+        eps_r = eps[r] if c.horizon_q == q else eps_q(h[r, :c.horizon_q], torch.from_numpy(h_hat_q[r, :c.horizon_q])).item()
+        out.append({
+            "loss": float(L[r]), "eps": float(eps_r), "diverged": bool(diverged[r]),
+            "stalled": bool(stalled[r]),
+            "steps_run": int(steps_run[r]), "imbalance_max": float(imbalance[r]),
             "ck_steps": np.array([checkpoints[i] for i in keep]),
             "ck_loss": ck_L[r, keep], "ck_eps": ck_eps[r, keep],
             "h": h[r, :c.horizon_q].numpy(), "A": A[r], "B": B[r], "C": C[r],
-        }
+        })
     return out
 
 
