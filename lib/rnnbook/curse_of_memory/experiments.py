@@ -60,7 +60,7 @@ class Settings:
     tail: int = 100  # final loss = mean of the last `tail` training losses
     heads: list[int] = field(default_factory=list)  # F11: numbers of independent blocks of A
     ladder_lrs: dict[str, list[float]] = field(default_factory=dict)  # F4, F11: each model's grid
-    ladder_seeds: int = 5  # F4, F11: seeds stacked in the ladder's program (C4, C11: medians)
+    ladder_seeds: int = 3  # F4, F11: seeds stacked in the ladder's program (C4, C11: medians)
     f9_grid: tuple[int, int] = (100, 250)
     f8_steps: int = 5000
     long_steps: int = 3000  # F4, F11 and C5's program (the paper's 10,000 in full)
@@ -166,17 +166,23 @@ def heads_name(h: int, d_h: int) -> str:
     return "RNN" if h == 1 else ("block 32x2" if h == d_h // 2 else f"{h} heads")
 
 
+def ladder_grid(S: Settings, model: str) -> list[float]:
+    """F4, F11: the learning-rate grid of a ladder or heads model (``S.ladder_lrs``; a number of
+    heads without its own entry takes ``"heads"``)."""
+    return S.ladder_lrs.get(model, S.ladder_lrs.get("heads", []))
+
+
 def ladder_configs(specs: dict[str, ModelSpec], S: Settings, nu0: float, seeds: Sequence[int]
                    ) -> list[RunCfg]:
     """F4 and F11 (Figs. 3B, 11): the ladder's models and the intermediate numbers of heads at
-    ``nu0``, each on its grid ``S.ladder_lrs`` (a model without its own entry: ``"heads"``), over
-    ``seeds`` (C4, C11 decide on the median over them)."""
+    ``nu0``, each on its :func:`ladder_grid`, over ``seeds`` (C4, C11 decide on the median over
+    them)."""
     heads = {heads_name(h, S.hidden_size): ModelSpec(heads_name(h, S.hidden_size), "dense", S.hidden_size,
                                                      heads=h)
              for h in S.heads if 1 < h < S.hidden_size // 2 and S.hidden_size % h == 0}
     models = {**{m: specs[m] for m in LADDER}, **heads}
     return [RunCfg(sp, nu0, lr, sd) for m, sp in models.items()
-            for lr in S.ladder_lrs.get(m, S.ladder_lrs.get("heads", [])) for sd in seeds]
+            for lr in ladder_grid(S, m) for sd in seeds]
 
 
 def lr_grid(lrs: Sequence[float]) -> str:
