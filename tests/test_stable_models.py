@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import shutil
 import urllib.request
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -335,16 +336,59 @@ def test_c9_rule_over_seeds(adv2, adv32, passed):
 @pytest.mark.parametrize(("nll", "passed"), [((9.0, 9.1, 9.05), True), ((9.0, 9.2, 9.05), False)])
 def test_c11_rule(nll, passed):
     S = settings.resolve(**RESOLVE)
-    trunc = {(c, False, k): {"test": v} for c in settings.CELLS for k, v in zip((8, 32), nll)}
-    res = {("jsb", c, False): [({"test": nll[2]}, None)] for c in settings.CELLS}
-    assert experiments.c11_check(S, trunc, res)["passed"] == passed
+    runs = {(c, k, s): v for c in settings.CELLS for s in experiments.c11_seeds(S, c)
+            for k, v in zip(experiments.C11_K, nll)}
+    assert experiments.c11_check(S, runs)["passed"] == passed
+
+
+def test_c11_decides_the_rnn_on_medians_over_seeds():
+    """Quick: one seed's outlying recurrent RNN (seed 3 of our survey: 9.28 against 8.96-9.00)
+    moves the median of three seeds little; the LSTM is judged on its first seed."""
+    S = settings.resolve(**RESOLVE)
+    assert experiments.c11_seeds(S, "rnn") == S.c9_seeds and len(S.c9_seeds) == 3
+    assert experiments.c11_seeds(S, "lstm") == S.seeds[:1]
+    runs = {("rnn", k, s): v for s, row in zip(S.c9_seeds, ((9.0, 9.02, 9.28), (8.98, 9.0, 8.97),
+                                                            (9.01, 9.03, 9.0)))
+            for k, v in zip(experiments.C11_K, row)}
+    runs |= {("lstm", k, S.seeds[0]): v for k, v in zip(experiments.C11_K, (8.7, 8.75, 8.65))}
+    c11 = experiments.c11_check(S, runs)
+    assert c11["passed"] and c11["value"]["unstable RNN"] == pytest.approx(0.02)
+    assert c11["value"]["unstable LSTM"] == pytest.approx(0.1)
+    assert not experiments.c11_check(S, runs | {("rnn", None, S.c9_seeds[1]): 9.3})["passed"]
+    full = settings.resolve(**RESOLVE | {"profile": "full"})
+    assert experiments.c11_seeds(full, "lstm") == full.c9_seeds
+    jobs = experiments.c11_jobs(S)
+    assert len(jobs) == 3 * 3 + 3 and all(not j[2] for j in jobs)  # unstable models only
+
+
+class _NoCache:
+    """A results cache with nothing in it."""
+
+    def path(self, name, config):
+        return Path("/nonexistent") / name
+
+
+_NO_CACHE = _NoCache()
+
+
+def test_estimates_run_after_their_models_stack(monkeypatch):
+    """C8's and E2's estimates ride with the stack that trains their model, each exactly once."""
+    S = settings.resolve(**(RESOLVE | {"tasks": ["jsb", "ptb_char"]}))
+    seen = {}
+    monkeypatch.setattr(experiments, "prefit", lambda cache, S_, jobs, workers, progress, wait,
+                        after: seen.update(groups=train.stacks(S_, jobs), after=after))
+    experiments.train_all(_NO_CACHE, S)
+    attached = [(g, e) for g in seen["groups"] for _, e in seen["after"](g)]
+    assert sorted(e.config.get("name", e.name) for _, e in attached) == sorted(
+        e.config.get("name", e.name) for e in experiments.estimates(S).values())
+    assert all(experiments.estimate_job(S, e) in g for g, e in attached)
 
 
 def test_train_all_covers_every_section_longest_first(monkeypatch):
     S = settings.resolve(**(RESOLVE | {"tasks": ["jsb", "atis"]}))
     seen = []
-    monkeypatch.setattr(experiments, "prefit", lambda cache, S_, jobs, workers, progress: seen.extend(jobs))
-    experiments.train_all(None, S)
+    monkeypatch.setattr(experiments, "prefit", lambda cache, S_, jobs, workers, progress, wait, after: seen.extend(jobs))
+    experiments.train_all(_NO_CACHE, S)
     keys = {(j[0], j[1], j[2], j[4].get("k"), j[4].get("snapshots", False)) for j in seen}
     assert {("jsb", c, s, k, False) for c, s, k in experiments.truncation_jobs(S)} <= keys
     assert {("jsb", "rnn", False, w["k"], True) for w in experiments.f5_runs(S)} <= keys
@@ -352,10 +396,10 @@ def test_train_all_covers_every_section_longest_first(monkeypatch):
     assert any(j[4] == experiments.FORK_LSTM for j in seen)
     costs = sorted((train.job_cost(S, j) for j in seen), reverse=True)
     assert costs[0] > costs[-1] > 0
-    assert all(job in seen for job in experiments.c9_jobs(S))  # C9's longer runs come along
+    assert all(job in seen for job in experiments.c9_jobs(S) + experiments.c11_jobs(S))
     seen.clear()
     full = settings.resolve(**(RESOLVE | {"profile": "full"}))
-    experiments.train_all(None, full)  # seed 0 of C9's runs is F2's: scheduled once
+    experiments.train_all(_NO_CACHE, full)  # seed 0 of C9's runs is F2's: scheduled once
     assert all(job in seen for job in experiments.c9_jobs(full)) and len(set(map(repr, seen))) == len(seen)
 
 
@@ -365,8 +409,8 @@ def test_full_profile_language_model_figures_are_scheduled(monkeypatch):
     full = settings.resolve(**RESOLVE | {"profile": "full", "tasks": ["jsb", "ptb_char", "wikitext2"]})
     assert (full.f3_task, full.f5_task, full.f5_cells) == ("wikitext2", "wikitext2", settings.CELLS)
     seen = []
-    monkeypatch.setattr(experiments, "prefit", lambda cache, S_, jobs, workers, progress: seen.extend(jobs))
-    experiments.train_all(None, full)
+    monkeypatch.setattr(experiments, "prefit", lambda cache, S_, jobs, workers, progress, wait, after: seen.extend(jobs))
+    experiments.train_all(_NO_CACHE, full)
     keys = {(j[0], j[1], j[4].get("k"), j[4].get("snapshots", False)) for j in seen}
     assert {(t, c, k, False) for t in ("ptb_char", "wikitext2") for c in settings.CELLS
             for k in full.lm_k} <= keys

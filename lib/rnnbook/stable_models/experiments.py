@@ -17,8 +17,8 @@ from rnnbook import claims
 from rnnbook.display import Table, table
 from rnnbook.stable_models import constraints
 from rnnbook.stable_models.settings import CELLS, METRIC, TASK_NAMES
-from rnnbook.stable_models.train import (contraction_estimate, embedded_windows, fit, fit_jobs,
-                                         in_workers, prefit, smallest_contracting_r, worker_task)
+from rnnbook.stable_models.train import (Workers, contraction_estimate, embedded_windows, fit,
+                                         fit_jobs, prefit, smallest_contracting_r)
 
 if TYPE_CHECKING:
     from rnnbook.stable_models.models import Net
@@ -46,17 +46,25 @@ def settings_rows(S: Settings, tds: dict[str, "TaskData"]) -> list[dict]:
     return [{"setting": k, **{t: v[k] for t, v in cols.items()}} for k in keys]
 
 
-def train_all(cache, S: Settings, progress=lambda it, **kw: it) -> None:
+def train_all(cache, S: Settings, progress=lambda it, **kw: it, wait: bool = True) -> Workers:
     """Every training run of the chapter at once, longest first (Table 1; on JSB also the
-    truncation sweep and E2's fork-style LSTM; F5; the full profile's language-model truncations
-    of F4), so that no worker idles between sections."""
+    truncation sweep, C11's extra seeds and E2's fork-style LSTM; F5; the full profile's
+    language-model truncations of F4), so that no worker idles between sections; with
+    ``wait=False`` in the background (:func:`~rnnbook.stable_models.train.prefit`)."""
     jobs = [(t, c, s, seed, {}) for t in S.tasks for c, s in MODELS for seed in S.seeds]
     if "jsb" in S.tasks:
         seed = S.seeds[0]
         jobs += [("jsb", c, s, seed, {"k": k}) for c, s, k in truncation_jobs(S)]
-        jobs += [j for j in c9_jobs(S) if j not in jobs]
         jobs += [("jsb", "lstm", True, seed, FORK_LSTM)]
-    prefit(cache, S, jobs + f5_jobs(S) + lm_truncation_jobs(S), S.workers, progress)
+        for j in c9_jobs(S) + c11_jobs(S):
+            if j not in jobs:
+                jobs.append(j)
+    est = [e for e in estimates(S).values() if not cache.path(e.name, e.config).exists()]
+
+    def after(group: list[Job]) -> list[tuple]:  # C8's and E2's estimates follow their models
+        return [(estimate, e) for e in est if estimate_job(S, e) in group]
+    return prefit(cache, S, jobs + f5_jobs(S) + lm_truncation_jobs(S), S.workers, progress, wait,
+                  after)
 
 
 # ============================================================================ Table 1
@@ -283,18 +291,51 @@ def c9_drops(S: Settings, runs: dict) -> list[float]:
     return [float(a - b) for a, b in zip(w[2], w[32])]
 
 
-def c11_check(S: Settings, trunc: dict, res: dict) -> dict:
-    """C11: spread of the JSB test NLL over k ∈ {8, 32, recurrent} per model."""
+def c11_seeds(S: Settings, cell: str) -> list[int]:
+    """The seeds of C11's runs of ``cell``: C9's for the models in ``S.c11_cells`` (the RNN in
+    the quick profile, both cells in the full one), else the first seed."""
+    return S.c9_seeds if cell in S.c11_cells else S.seeds[:1]
+
+
+def c11_jobs(S: Settings) -> list[Job]:
+    """C11's runs: each unstable JSB model at k = 8, 32 and recurrent (Table 1's settings) for
+    every seed of :func:`c11_seeds` (the first seed's are F2's and Table 1's, the RNN's k = 32
+    runs C9's)."""
+    return [("jsb", c, False, seed, {"k": k} if k else {}) for c in CELLS
+            for seed in c11_seeds(S, c) for k in C11_K]
+
+
+def c11_runs(cache, S: Settings, td: TaskData | None, progress=lambda it, **kw: it
+             ) -> dict[tuple[str, int | None, int], float]:
+    """The test NLL of every run of :func:`c11_jobs`, keyed (cell, k, seed); k = None: recurrent."""
+    if td is None:
+        return {}
+    jobs = c11_jobs(S)
+    return {(c, w.get("k"), seed): summary["test"] for (_, c, _, seed, w), (summary, _)
+            in zip(jobs, fit_jobs(cache, S, {"jsb": td}, jobs, progress))}
+
+
+C11_K = (8, 32, None)  # None: the recurrent model
+
+
+def c11_check(S: Settings, runs: dict) -> dict:
+    """C11: per unstable model, the spread (max − min) over k ∈ {8, 32, recurrent} of the median
+    JSB test NLL over :func:`c11_seeds` (single seeds' NLL moves by about the tolerance), within
+    0.15 nats (quick) or 0.1 (full), the specification's."""
     tol = 0.1 if S.profile == "full" else 0.15
-    if not trunc:
+    if not runs:
         return {"value": "jsb not in tasks", "tolerance": f"spread ≤ {tol}", "passed": False,
                 "verdict": "inconclusive"}
-    spread = {}
+    value: dict = {}
     for c in CELLS:
-        v = [trunc[(c, False, k)]["test"] for k in (8, 32)] + [mean_test(res, "jsb", c, False)]
-        spread[f"unstable {c.upper()}"] = float(max(v) - min(v))
-    return {"value": spread, "tolerance": f"max − min over k ∈ {{8, 32, recurrent}} ≤ {tol} nats",
-            "passed": bool(max(spread.values()) <= tol)}
+        med = [float(np.median([runs[(c, k, s)] for s in c11_seeds(S, c)])) for k in C11_K]
+        value[f"unstable {c.upper()}"] = max(med) - min(med)
+        value[f"{c.upper()} seeds"] = len(c11_seeds(S, c))
+        value[f"{c.upper()} NLL per seed (k = 8, 32, recurrent)"] = [
+            [round(runs[(c, k, s)], 3) for k in C11_K] for s in c11_seeds(S, c)]
+    return {"value": value, "tolerance": f"max − min over k ∈ {{8, 32, recurrent}} of the median "
+            f"over seeds ≤ {tol} nats", "passed": bool(max(value["unstable RNN"],
+                                                           value["unstable LSTM"]) <= tol)}
 
 
 def fork_lstm_forward(lstm: nn.LSTM, x: torch.Tensor) -> torch.Tensor:
@@ -372,19 +413,9 @@ def estimate(cache, S: Settings, td: TaskData, e: Estimate) -> dict[int, float]:
     return {int(r): float(v) for r, v in cache.cached(e.name, e.config, compute).items()}
 
 
-def estimate_all(cache, S: Settings, progress=lambda it, **kw: it) -> None:
-    """C8's and E2's estimates, which are small serial loops, in ``S.workers`` processes (C8,
-    the longest, first); each lands in the cache, from which :func:`estimate` then loads it."""
-    todo = [e for e in estimates(S).values() if not cache.path(e.name, e.config).exists()]
-    if S.workers > 1 and len(todo) > 1:
-        in_workers(_estimate_job, [(cache.directory, cache.code, S, e) for e in todo], S.workers,
-                   progress)
-
-
-def _estimate_job(args: tuple) -> None:
-    import rnnbook.cache as rc
-    cache_dir, version, S, e = args
-    estimate(rc.Cache(cache_dir, version), S, worker_task(e.task, S), e)
+def estimate_job(S: Settings, e: Estimate) -> Job:
+    """The training job of an estimate's model."""
+    return (e.task, e.cell, e.stable, S.seeds[0], e.kwargs)
 
 
 C8_PAPER_R = 80  # §4.3: the character-level LSTM is "iteratively stable" for about 80 steps
@@ -441,5 +472,6 @@ def survey_margins(path: Path) -> Table | str:
                                                 f"{v['C6']['char RNN gap (bpc)']:.2f}",
             "C8 r* (paper ≈ 80)": v["C8"]["r*"],
             "C9 ‖W‖₂ drop (≥ 0.2)": f"{v['C9']['‖W‖₂ k=2'] - v['C9']['‖W‖₂ k=32']:.2f}",
-            "C11 largest spread (≤ 0.15)": f"{max(v['C11'].values()):.3f}"})
+            "C11 spread, RNN | LSTM (≤ 0.15)": f"{v['C11']['unstable RNN']:.3f} | "
+                                               f"{v['C11']['unstable LSTM']:.3f}"})
     return table(rows)

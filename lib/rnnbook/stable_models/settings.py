@@ -75,6 +75,7 @@ class Settings:
     c9_seeds: list[int] = field(default_factory=list)  # C9's unstable RNN at k = 2, 32
     c9_min_drop: float = 0.5  # C9: ‖W‖₂(k=2) − ‖W‖₂(k=32), mean over c9_seeds (quick: 0.2)
     c9_nll: bool = False  # C9's NLL half checked over c9_seeds (full), else reported
+    c11_cells: tuple[str, ...] = ("rnn",)  # C11's models judged on medians over c9_seeds
     f5_k: list[int] = field(default_factory=list)
     f5_epochs: int = 6
     f5_ref: int = 65
@@ -129,6 +130,7 @@ def resolve(profile, device, seed, tasks, hidden_size, epochs, max_train_tokens,
                     f2_k=[1, 2, 4, 8, 16, 32, 64] if full else [2, 8, 32],
                     c9_seeds=list(range(seed, seed + max(3, n_seeds))),
                     c9_min_drop=0.5 if full else 0.2, c9_nll=full,
+                    c11_cells=CELLS if full else ("rnn",),
                     f5_k=[5, 10, 20, 40] if full else [5, 10, 40],
                     f5_epochs=20 if full else 6,
                     f5_task="wikitext2" if wt2 else "jsb",

@@ -218,11 +218,14 @@ _WORKER_DATA: dict[str, TaskData] = {}
 
 
 def _group_job(args: tuple) -> None:
-    """Worker of :func:`prefit`: train one stack into the shared cache."""
+    """Worker of :func:`prefit`: train one stack into the shared cache, then run the work that
+    uses its models (``after``: ``fn(cache, S, td, arg)`` pairs)."""
     import rnnbook.cache as rc
-    cache_dir, version, S, jobs = args
-    train_group(rc.Cache(cache_dir, version), S, worker_task(jobs[0][0], S), jobs)
-    # keyed by the parent's code version, even if lib/ changed since
+    cache_dir, version, S, jobs, after = args
+    cache, td = rc.Cache(cache_dir, version), worker_task(jobs[0][0], S)
+    train_group(cache, S, td, jobs)  # keyed by the parent's code version, even if lib/ changed
+    for fn, arg in after:
+        fn(cache, S, td, arg)
 
 
 def worker_task(task: str, S: Settings) -> TaskData:
@@ -234,14 +237,29 @@ def worker_task(task: str, S: Settings) -> TaskData:
     return _WORKER_DATA[task]
 
 
-def in_workers(fn: Callable[[tuple], None], args: list[tuple], workers: int,
-               progress=lambda it, **kw: it) -> None:
-    """``fn`` over ``args`` in ``workers`` processes, in order (two cores: two at a time)."""
+class Workers:
+    """Jobs running in worker processes (:func:`start_workers`) while the caller goes on."""
+
+    def __init__(self, executor=None, futures: list | None = None):
+        self.executor, self.futures = executor, futures or []
+
+    def wait(self, progress=lambda it, **kw: it) -> None:
+        """Show the jobs' progress and return when all have finished (raising a job's error)."""
+        import concurrent.futures as cf
+        try:
+            for f in progress(cf.as_completed(self.futures), total=len(self.futures)):
+                f.result()
+        finally:
+            if self.executor is not None:
+                self.executor.shutdown()
+
+
+def start_workers(fn: Callable[[tuple], None], args: list[tuple], workers: int) -> Workers:
+    """``fn`` over ``args`` in ``workers`` processes, started in order (two cores: two at a time)."""
     import concurrent.futures as cf
     import multiprocessing as mp
-    with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("forkserver")) as ex:
-        for _ in progress(ex.map(fn, args), total=len(args)):
-            pass
+    ex = cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("forkserver"))
+    return Workers(ex, [ex.submit(fn, a) for a in args])
 
 
 def stacks(S: Settings, jobs: list[Job]) -> list[list[Job]]:
@@ -255,15 +273,22 @@ def stacks(S: Settings, jobs: list[Job]) -> list[list[Job]]:
 
 
 def prefit(cache, S: Settings, jobs: list[Job], workers: int = 2,
-           progress=lambda it, **kw: it) -> None:
+           progress=lambda it, **kw: it, wait: bool = True,
+           after: Callable[[list[Job]], list[tuple]] = lambda group: []) -> Workers:
     """Train the jobs not cached yet, grouped into stacks, in ``workers`` processes with one
     thread each (two cores: two stacks at a time), costliest first; each stack writes its cache
-    entries, which :func:`fit` then loads."""
+    entries, which :func:`fit` then loads, and then runs ``after(stack)`` (work on its models, as
+    :func:`_group_job` takes it) in the same process. With ``wait=False`` the stacks train while
+    the caller goes on, until :meth:`Workers.wait`."""
     todo = [j for j in jobs if not cache.path(*fit_key(S, *j)).exists()]
     groups = stacks(S, todo)
-    if workers > 1 and len(groups) > 1:
-        in_workers(_group_job, [(cache.directory, cache.code, S, g) for g in groups], workers,
-                   progress)
+    if workers <= 1 or len(groups) <= 1:
+        return Workers()
+    running = start_workers(_group_job, [(cache.directory, cache.code, S, g, after(g))
+                                         for g in groups], workers)
+    if wait:
+        running.wait(progress)
+    return running
 
 
 def fit_jobs(cache, S: Settings, tds: Mapping[str, TaskData], jobs: list[Job],
