@@ -544,3 +544,18 @@ def test_e2_plot_marks_clipped_values_and_the_fork():
     stable = [ln for ln in lines if ln.get_label() == "jsb/lstm/stable"]
     assert fork[0].get_color() not in {ln.get_color() for ln in stable}
     assert any(ln.get_marker() == "v" and list(ln.get_xdata()) == [16] for ln in lines)
+
+
+def test_survey_margins_of_the_committed_survey():
+    """Every headline value of the committed survey is on the passing side of its threshold."""
+    from rnnbook.paths import SURVEY_DIR
+    rows = experiments.survey_margins(SURVEY_DIR / "stable_models.json").records
+    assert [r["run"] for r in rows] == [f"seed {s}" for s in range(5)]
+    for r in rows:
+        at, constant = map(float, r["C4 slope, α/t (≤ 0.25) | constant (≥ 0.1)"].split(" | "))
+        assert at <= 0.25 and constant >= 0.1
+        assert float(r["C5 largest gap / tolerance (≤ 1)"]) <= 1
+        assert 0.9 <= float(r["C5 word RNN ppl ratio (0.9 to 1.1)"]) <= 1.1
+        assert float(r["C6 char gap, LSTM (≥ 0.1) | RNN"].split(" | ")[0]) >= 0.1
+        assert float(r["C9 ‖W‖₂ drop (≥ 0.2)"]) >= 0.2
+        assert max(map(float, r["C11 spread, RNN | LSTM (≤ 0.15)"].split(" | "))) <= 0.15

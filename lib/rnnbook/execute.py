@@ -152,7 +152,7 @@ def survey_chapter(chapter: str, seeds: list[int], parameters: dict[str, Any] | 
 
 # Quick-profile seconds of each chapter on 2 CPU cores, as last measured; they only decide which
 # chapter starts first where no execution on this machine says better (:func:`expected_seconds`).
-QUICK_SECONDS = {"stable_models": 480, "curse_of_memory": 235, "extrapolation": 136,
+QUICK_SECONDS = {"stable_models": 305, "curse_of_memory": 235, "extrapolation": 136,
                  "learning_dynamics": 92}
 
 Execution = tuple[str, dict[str, Any], Path, Path | None]  # chapter, parameters, results dir, output
