@@ -32,7 +32,7 @@ class StackedTanh(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, p: torch.Tensor, W: torch.Tensor, h0: torch.Tensor) -> torch.Tensor:
-        out, h, W_T = torch.empty_like(p), h0, W.transpose(1, 2).contiguous()  # 2x faster bmm
+        out, h, W_T = torch.empty_like(p), h0, W.transpose(1, 2).contiguous()  # bmm ~1/5 faster
         for t in range(p.shape[0]):
             h = torch.baddbmm(p[t], h, W_T, out=out[t]).tanh_()
         ctx.save_for_backward(out, W, h0)
