@@ -1,12 +1,16 @@
 # rnn-theory-book: `make book` builds the book, `make test` runs the tests. Both set up .venv first.
 #   make figures            every figure of the book as PNG + SVG in _build/figures/<chapter>/
 #   make full DEVICE=cuda   the full profiles into data/results/full/<chapter>/, then the book
+#                           (EXECUTOR=local:N or slurm sends the sweeps out as jobs; RUN_FLAGS=
+#                           takes further options, e.g. RUN_FLAGS="--slurm-config slurm.yaml")
 #   make bench              every bench/*.py, one table of speed-up ratios
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 READY := $(VENV)/.ready
 DEVICE ?= auto
+EXECUTOR ?= inline
+RUN_FLAGS ?=
 CHAPTERS ?= $(sort $(basename $(notdir $(wildcard chapters/*.md))))
 BOOK_FLAGS ?=
 # Run last, in this order: the chapter executions start in the background when the tests are
@@ -43,7 +47,7 @@ figures: $(READY)
 full: $(READY)
 	status=0; for chapter in $(CHAPTERS); do \
 		$(PY) -m rnnbook run $$chapter --profile full --device $(DEVICE) \
-			--results-dir data/results/full || status=1; \
+			--executor $(EXECUTOR) $(RUN_FLAGS) --results-dir data/results/full || status=1; \
 	done; $(PY) -m rnnbook book $(BOOK_FLAGS); exit $$status
 
 bench: $(READY)

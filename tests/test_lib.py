@@ -34,7 +34,7 @@ import rnnbook  # noqa: E402
 import rnnbook.__main__ as cli  # noqa: E402
 from rnnbook import cache as cache_mod  # noqa: E402
 from rnnbook import claims as claims_mod  # noqa: E402
-from rnnbook import data, execute, figures, params, paths  # noqa: E402
+from rnnbook import data, engine, execute, figures, params, paths  # noqa: E402
 from rnnbook.cache import Cache  # noqa: E402
 from rnnbook.data import DataError  # noqa: E402
 
@@ -233,7 +233,7 @@ def test_default_results_dir_honours_env(tmp_path, monkeypatch):
 @pytest.mark.parametrize("value, quiet", [("", False), ("0", False), ("1", True), ("yes", True)])
 def test_quiet_progress(run, monkeypatch, value, quiet):
     monkeypatch.setenv("RNNBOOK_QUIET", value)
-    from rnnbook.run import quiet as is_quiet
+    from rnnbook.paths import quiet as is_quiet
     assert is_quiet() is quiet
     bar = run.progress(range(3), file=io.StringIO())
     assert bar.disable is quiet  # (tqdm sets disable once the bar is closed)
@@ -802,9 +802,9 @@ def fake_execute(monkeypatch, tmp_path):
     calls = []
     outcome = {"claims": [claims_mod.Claim("C1", "s", "src", 0.5, "t", "reproduced", True)]}
 
-    def execute_chapter(chapter, parameters, results_dir, quiet=False):
+    def execute_chapter(chapter, parameters, results_dir, quiet=False, executor=None):
         calls.append({"chapter": chapter, "parameters": parameters, "results_dir": results_dir,
-                      "quiet": quiet})
+                      "quiet": quiet, "executor": executor})
         return outcome["claims"], tmp_path / "demo.ipynb"
 
     monkeypatch.setattr(cli, "chapters", lambda: ["demo"])
@@ -820,6 +820,7 @@ def test_cli_parameters_are_yaml(fake_execute, capsys):
     assert cli.main(argv) == 0
     (call,) = calls
     assert call["chapter"] == "demo" and call["results_dir"] == "R" and call["quiet"] is True
+    assert call["executor"] == engine.Executor()  # inline unless --executor says otherwise
     assert call["parameters"] == {"profile": "full", "device": "cpu", "n": 3, "lr": 0.5,
                                   "sizes": [1, 2], "x": None, "name": "tanh", "flag": True}
     for name, value in [("n", "3"), ("lr", "0.5"), ("sizes", "[1, 2]"), ("x", "null")]:

@@ -1,5 +1,5 @@
 """Command line: ``python -m rnnbook run <chapter> [--profile full] [--device cuda]
-[--results-dir DIR] [-p name value ...]``, ``python -m rnnbook execute [chapter ...]``,
+[--results-dir DIR] [-p name value ...] [--executor inline|local:N|slurm [--slurm-* ...]]``, ``python -m rnnbook execute [chapter ...]``,
 ``python -m rnnbook book [--offline] [--if-stale]``,
 ``python -m rnnbook survey <chapter> --seeds 0-4 [-p name value ...]``,
 ``python -m rnnbook figures``, ``python -m rnnbook bench`` and ``python -m rnnbook seed-book-cache``."""
@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import yaml
 
+from rnnbook import engine
 from rnnbook.claims import format_value
+from rnnbook.params import ParameterError
 from rnnbook.execute import (EXECUTED_DIR, FIGURES_EXPORT, build_book, execute_chapter, execute_many,
                              export_figures, seed_book_cache, survey_chapter)
 from rnnbook.paths import chapters, default_results_dir
@@ -57,6 +60,52 @@ def print_survey(record: dict) -> None:
         print(f"{cid:<6} {'moves ' if cid in moving else 'stable'}  " + " | ".join(cells))
 
 
+def add_executor_options(p: argparse.ArgumentParser) -> None:
+    """``--executor`` and the SLURM settings (:mod:`rnnbook.engine`)."""
+    g = p.add_argument_group("where the sweeps compute (submitit)")
+    g.add_argument("--executor", default="inline",
+                   help="inline (default: in the chapter's process), local:N (N processes here, "
+                   "one per GPU where there are GPUs) or slurm (a job array)")
+    g.add_argument("--retries", type=int, default=2, help="resubmissions of a failed job (default 2)")
+    g.add_argument("--slurm-config", metavar="FILE",
+                   help=f"YAML with any of: {', '.join(engine.SLURM_KEYS)}; options below override it")
+    g.add_argument("--slurm-partition")
+    g.add_argument("--slurm-gpus", type=int, help="GPUs per job")
+    g.add_argument("--slurm-cpus", type=int, help="CPUs per job (default 1)")
+    g.add_argument("--slurm-time", type=int, help="minutes per job (default 60)")
+    g.add_argument("--slurm-mem", help="memory per job, e.g. 16G")
+    g.add_argument("--slurm-array-parallelism", type=int, help="jobs of an array at once (default 16)")
+    g.add_argument("--slurm-option", action="append", default=[], metavar="NAME=VALUE",
+                   help="any other sbatch option, e.g. account=myproject (repeatable)")
+
+
+def executor_of(args: argparse.Namespace) -> engine.Executor:
+    """The :class:`engine.Executor` the options name; a bad value is a ParameterError."""
+    settings: dict = {}
+    if args.slurm_config:
+        try:
+            settings = yaml.safe_load(Path(args.slurm_config).read_text()) or {}
+        except (OSError, yaml.YAMLError) as e:
+            raise ParameterError("--slurm-config", args.slurm_config, f"a readable YAML file ({e})")
+        if not isinstance(settings, dict):
+            raise ParameterError("--slurm-config", args.slurm_config,
+                                        f"a YAML mapping of {', '.join(engine.SLURM_KEYS)}")
+    options = dict(settings.get("options") or {})
+    for text in args.slurm_option:
+        name, eq, value = text.partition("=")
+        if not eq or not name:
+            raise ParameterError("--slurm-option", text, "NAME=VALUE, e.g. account=myproject")
+        options[name.lstrip("-")] = value
+    settings.update({k: v for k, v in (("partition", args.slurm_partition), ("gpus", args.slurm_gpus),
+                                      ("cpus", args.slurm_cpus), ("time", args.slurm_time),
+                                      ("mem", args.slurm_mem),
+                                      ("array_parallelism", args.slurm_array_parallelism))
+                     if v is not None})
+    if options:
+        settings["options"] = options
+    return engine.parse(args.executor, settings, args.retries)
+
+
 def execute_defaults(names: list[str]) -> int:
     """Execute ``names`` with default parameters, side by side; 1 if any cell failed."""
     def report(chapter, seconds, error):
@@ -83,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("-p", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                    help="a chapter parameter; VALUE is parsed as YAML (numbers, lists, null)")
     r.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_executor_options(r)
     e = sub.add_parser("execute", help="execute chapters (quick, default parameters) side by side "
                        "into _build/executed/, for the book to reuse")
     e.add_argument("chapters", nargs="*", metavar="chapter",
@@ -102,9 +152,16 @@ def main(argv: list[str] | None = None) -> int:
     sv.add_argument("-p", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                     help="a chapter parameter for every run (as for run)")
     sv.add_argument("--out", default=None, help="where survey.json goes (default: beside the runs)")
+    add_executor_options(sv)
     sub.add_parser("figures", help="export the book's figures to _build/figures/<chapter>/")
     sub.add_parser("bench", help="run every bench/*.py and print their speed-up ratios")
     args = ap.parse_args(argv)
+    executor = None
+    if args.command in ("run", "survey"):
+        try:
+            executor = executor_of(args)
+        except ParameterError as e:
+            ap.error(str(e))
 
     if args.command == "execute":
         unknown = sorted(set(args.chapters) - set(chapters()))
@@ -134,10 +191,9 @@ def main(argv: list[str] | None = None) -> int:
         return bench.main()
     if args.command == "survey":
         import json
-        from pathlib import Path
         parameters = {"profile": args.profile, **{n: parse_value(v) for n, v in args.p}}
         root = Path(args.results_dir or default_results_dir(args.profile) / "survey")
-        record = survey_chapter(args.chapter, args.seeds, parameters, root)
+        record = survey_chapter(args.chapter, args.seeds, parameters, root, executor=executor)
         out = Path(args.out or root / "survey.json")
         out.write_text(json.dumps(record, indent=1) + "\n")
         print_survey(record)
@@ -145,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     parameters = {"profile": args.profile, "device": args.device}
     parameters.update({name: parse_value(value) for name, value in args.p})
-    found, out = execute_chapter(args.chapter, parameters, args.results_dir, quiet=args.quiet)
+    found, out = execute_chapter(args.chapter, parameters, args.results_dir, quiet=args.quiet,
+                                 executor=executor)
     for c in found:
         mark = "PASS" if c.passed else "FAIL"
         print(f"{mark}  {c.id:<6} {c.verdict:<15} {format_value(c.value)[:60]}")

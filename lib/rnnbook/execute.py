@@ -11,6 +11,7 @@ the book's).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
 import hashlib
 import json
@@ -23,6 +24,7 @@ import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,7 @@ import jupytext
 import nbformat
 import yaml
 
-from rnnbook import claims
+from rnnbook import claims, engine
 from rnnbook.paths import (BOOK_ROOT, BUILD_DIR, CHAPTERS_DIR, FULL_RESULTS_DIR, SURVEY_DIR, chapters, code_version,
                            default_results_dir, git_commit, results_version)
 
@@ -89,10 +91,11 @@ def _env(**values: str) -> Iterator[None]:
 
 def execute_chapter(chapter: str, parameters: dict[str, Any] | None = None,
                     results_dir: str | os.PathLike | None = None,
-                    output: str | os.PathLike | None = None, quiet: bool = False
-                    ) -> tuple[list[claims.Claim], Path]:
+                    output: str | os.PathLike | None = None, quiet: bool = False,
+                    executor: engine.Executor | None = None) -> tuple[list[claims.Claim], Path]:
     """Run a chapter with papermill; return its claims and the executed notebook's path.
 
+    ``executor`` (default inline) is where the chapter's sweeps compute (:mod:`rnnbook.engine`).
     Unless ``quiet``, a bar counts the executed cells and the chapter's own progress bars (its
     stderr) are shown. A finished run leaves its run record ``run.json`` beside ``claims.json``
     (:func:`run_record`); a run that stops early leaves none. A cell error raises
@@ -111,12 +114,15 @@ def execute_chapter(chapter: str, parameters: dict[str, Any] | None = None,
     reused = len(list((root / chapter / "cache").glob("*.json")))  # a resumed run's finished work
     started = datetime.datetime.now(datetime.timezone.utc)
     t0 = time.perf_counter()
-    with _env(RNNBOOK_RESULTS=str(root), RNNBOOK_QUIET="1" if quiet else "0"):
+    executor = executor or engine.Executor()
+    with _env(RNNBOOK_RESULTS=str(root), RNNBOOK_QUIET="1" if quiet else "0",
+              **{engine.ENV: engine.to_env(executor)}):
         papermill.execute_notebook(nb, str(out), parameters=parameters, cwd=str(CHAPTERS_DIR),
                                    kernel_name="python3", progress_bar=not quiet,
                                    stderr_file=None if quiet else sys.stderr)
     found = claims.load(root / chapter / "claims.json")
-    record = run_record(chapter, parameters, started, time.perf_counter() - t0, found, reused)
+    record = run_record(chapter, parameters, started, time.perf_counter() - t0, found, reused,
+                        executor)
     claims.atomic_write(root / chapter / RUN_RECORD, json.dumps(record, indent=2).encode())
     return found, out
 
@@ -126,20 +132,31 @@ RUN_RECORD = "run.json"
 
 def survey_chapter(chapter: str, seeds: list[int], parameters: dict[str, Any] | None = None,
                    results_dir: str | os.PathLike | None = None, quiet: bool = True,
-                   run: Any = None) -> dict[str, Any]:
+                   run: Any = None, executor: engine.Executor | None = None) -> dict[str, Any]:
     """A seed survey (all chapters: a verdict is the paper's, not the seed's): ``chapter`` run once
-    per seed with ``parameters``, one after another, each into ``<results_dir>/seed-<n>/``; returns
-    the record that ``data/results/survey/<chapter>.json`` commits (:func:`claims.survey` of the
-    runs, their commands, commits and wall times). ``run`` replaces :func:`execute_chapter` (tests)."""
+    per seed with ``parameters`` into ``<results_dir>/seed-<n>/``, one after another, or each seed
+    as a job of ``executor`` (:mod:`rnnbook.engine`); returns the record that
+    ``data/results/survey/<chapter>.json`` commits (:func:`claims.survey` of the runs, their
+    commands, commits and wall times). ``run`` replaces :func:`execute_chapter` (tests)."""
     run = run or execute_chapter
     parameters = dict(parameters or {})
     root = Path(results_dir or default_results_dir(parameters.get("profile", "quick")) / "survey")
     extra = "".join(f" -p {k} {shlex.quote(v if isinstance(v, str) else json.dumps(v))}"
                     for k, v in parameters.items() if k not in ("profile", "device", "seed"))
+    one = partial(_survey_run, run, chapter, parameters, root, quiet)
+    if executor is not None and executor.kind != "inline":
+        started = time.time()
+
+        def done(seed: int) -> bool:  # finished in this survey (an older run.json is not)
+            record = root / f"seed-{seed}" / chapter / RUN_RECORD
+            return record.exists() and record.stat().st_mtime >= started
+        engine.run(one, seeds, done, root / "jobs", executor, label=f"survey {chapter}")
+    else:
+        for seed in seeds:
+            one(seed)
     runs, commands, walls, commits = {}, {}, {}, set()
     for seed in seeds:
         name, folder = f"seed {seed}", root / f"seed-{seed}"
-        run(chapter, {**parameters, "seed": seed}, folder, quiet=quiet)
         runs[name] = folder / chapter / "claims.json"
         record = json.loads((folder / chapter / RUN_RECORD).read_text())
         walls[name] = record["wall_seconds"]
@@ -149,6 +166,13 @@ def survey_chapter(chapter: str, seeds: list[int], parameters: dict[str, Any] | 
     return {"chapter": chapter, "profile": parameters.get("profile", "quick"),
             "made": f"{datetime.date.today():%d %B %Y} at commit {', '.join(sorted(commits))}",
             "commands": commands, "wall_seconds": walls, "variations": claims.survey(runs)}
+
+
+def _survey_run(run, chapter: str, parameters: dict[str, Any], root: Path, quiet: bool,
+                seed: int) -> None:
+    """One seed of :func:`survey_chapter`."""
+    run(chapter, {**parameters, "seed": seed}, root / f"seed-{seed}", quiet=quiet)
+
 
 # Quick-profile seconds of each chapter on 2 CPU cores, as last measured; they only decide which
 # chapter starts first where no execution on this machine says better (:func:`expected_seconds`).
@@ -231,8 +255,8 @@ def hardware() -> dict[str, Any]:
 
 
 def run_record(chapter: str, parameters: dict[str, Any], started: datetime.datetime,
-               wall_seconds: float, found: list[claims.Claim], cached_at_start: int = 0
-               ) -> dict[str, Any]:
+               wall_seconds: float, found: list[claims.Claim], cached_at_start: int = 0,
+               executor: engine.Executor | None = None) -> dict[str, Any]:
     """Where, when and with what a chapter run was made (``run.json``); ``wall_seconds`` is this
     process's time, which for a resumed run (``cached_at_start`` results already in its cache)
     leaves out the earlier processes' work."""
@@ -256,6 +280,7 @@ def run_record(chapter: str, parameters: dict[str, Any], started: datetime.datet
             "started": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "finished": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "wall_seconds": round(wall_seconds, 1), "cached_at_start": cached_at_start,
+            "executor": dataclasses.asdict(executor or engine.Executor()),
             "claims": {"total": len(found), "passed": sum(c.passed for c in found)}}
 
 

@@ -29,6 +29,11 @@ PRESENTATION = ("__main__.py", "bench.py", "display.py", "execute.py", "figures.
 PLOTS = "plots.py"  # a chapter package's figures (``<chapter>/plots.py``): presentation only
 
 
+def quiet() -> bool:
+    """Progress bars are off when ``RNNBOOK_QUIET`` is set to a non-empty value other than 0."""
+    return os.environ.get("RNNBOOK_QUIET", "0") not in ("", "0")
+
+
 def chapter_of(path: Path) -> str | None:
     """The chapter whose package holds the library file ``path`` (``lib/rnnbook/<chapter>/...``),
     or None for the book's machinery and the shared models (``lib/rnnbook/*.py``)."""

@@ -24,14 +24,9 @@ from rnnbook.cache import Cache
 from rnnbook.claims import Claim, Claims
 from rnnbook.display import full_figures_myst, full_results_html
 from rnnbook.figures import provenance, save_figure, use_style
-from rnnbook.paths import code_version, default_results_dir, results_version
+from rnnbook.paths import code_version, default_results_dir, quiet, results_version
 
 T = TypeVar("T")
-
-
-def quiet() -> bool:
-    """Progress bars are off when ``RNNBOOK_QUIET`` is set to a non-empty value other than 0."""
-    return os.environ.get("RNNBOOK_QUIET", "0") not in ("", "0")
 
 
 @dataclass

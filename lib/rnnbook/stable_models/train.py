@@ -19,6 +19,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from rnnbook import engine
 from rnnbook.stable_models import datasets
 from rnnbook.stable_models.models import constraint_of, make_net
 from rnnbook.stable_models.settings import TaskConfig
@@ -228,6 +229,14 @@ def _group_job(args: tuple) -> None:
         fn(cache, S, td, arg)
 
 
+def _stack_done(args: tuple) -> bool:
+    """Whether every model of a :func:`_group_job` is in the cache."""
+    import rnnbook.cache as rc
+    cache_dir, version, S, jobs, _ = args
+    cache = rc.Cache(cache_dir, version)
+    return all(cache.path(*fit_key(S, *j)).exists() for j in jobs)
+
+
 def worker_task(task: str, S: Settings) -> TaskData:
     """A worker process's data of ``task``, loaded once; one thread, subnormals flushed."""
     torch.set_num_threads(1)
@@ -274,18 +283,23 @@ def stacks(S: Settings, jobs: list[Job]) -> list[list[Job]]:
 
 def prefit(cache, S: Settings, jobs: list[Job], workers: int = 2,
            progress=lambda it, **kw: it, wait: bool = True,
-           after: Callable[[list[Job]], list[tuple]] = lambda group: []) -> Workers:
-    """Train the jobs not cached yet, grouped into stacks, in ``workers`` processes with one
+           after: Callable[[list[Job]], list[tuple]] = lambda group: []) -> Workers | engine.Jobs:
+    """Train the jobs not cached yet, grouped into stacks, as jobs where an executor is set
+    (:mod:`rnnbook.engine`, one stack a job), else in ``workers`` processes with one
     thread each (two cores: two stacks at a time), costliest first; each stack writes its cache
     entries, which :func:`fit` then loads, and then runs ``after(stack)`` (work on its models, as
     :func:`_group_job` takes it) in the same process. With ``wait=False`` the stacks train while
     the caller goes on, until :meth:`Workers.wait`."""
     todo = [j for j in jobs if not cache.path(*fit_key(S, *j)).exists()]
     groups = stacks(S, todo)
-    if workers <= 1 or len(groups) <= 1:
+    args = [(cache.directory, cache.code, S, g, after(g)) for g in groups]
+    if groups and engine.current().kind != "inline":  # as jobs (rnnbook.engine)
+        running: Workers | engine.Jobs = engine.submit(_group_job, args, _stack_done,
+                                                       cache.directory / "jobs", label="training")
+    elif workers <= 1 or len(groups) <= 1:
         return Workers()
-    running = start_workers(_group_job, [(cache.directory, cache.code, S, g, after(g))
-                                         for g in groups], workers)
+    else:
+        running = start_workers(_group_job, args, workers)
     if wait:
         running.wait(progress)
     return running
