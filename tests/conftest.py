@@ -24,6 +24,8 @@ def run_of(item: pytest.Item) -> tuple[str, dict, bool] | None:
         return p.params["chapter"], {}, True
     if name == "test_chapter_refuses_bad_parameters":
         return p.params["chapter"], p.params["parameters"], False
+    if name == "test_chapter_full_profile_smoke":
+        return p.params["chapter"], {"profile": "full", "smoke": True}, False
     return None
 
 

@@ -50,6 +50,19 @@ def test_chapter_quick_claims(chapter, execution):
 
 
 @pytest.mark.parametrize("chapter", chapters())
+def test_chapter_full_profile_smoke(chapter, execution):
+    """`python -m rnnbook run CHAPTER --profile full --smoke`: every cell of the full profile's
+    code paths runs at toy sizes, records its claims (not judged) and draws its figures; its run
+    record says smoke."""
+    results_dir, future = execution
+    found, _ = future.result()
+    assert found, f"{chapter} recorded no claims in its smoke run"
+    record = json.loads((results_dir / chapter / "run.json").read_text())
+    assert record["smoke"] is True and record["profile"] == "full"
+    assert json.loads((results_dir / chapter / "figures" / "figures.json").read_text())
+
+
+@pytest.mark.parametrize("chapter", chapters())
 def test_chapter_has_bad_parameter_cases(chapter):
     assert BAD_PARAMETERS.get(chapter), f"add bad-parameter cases for {chapter}"
 
@@ -92,6 +105,7 @@ def test_committed_full_results(chapter):
     folder = FULL_RESULTS_DIR / chapter
     record = json.loads((folder / "run.json").read_text())
     assert (record["chapter"], record["profile"]) == (chapter, "full")
+    assert not record.get("smoke") and not record["parameters"].get("smoke"), "a smoke run's results"
     found = claims.load(folder / "claims.json")
     assert record["claims"] == {"total": len(found), "passed": sum(c.passed for c in found)}
     manifest = json.loads((folder / "figures" / "figures.json").read_text())

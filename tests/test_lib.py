@@ -1351,3 +1351,27 @@ def test_survey_chapter_collects_each_seeds_verdicts(tmp_path):
     assert cli.parse_seeds("0-2,7") == [0, 1, 2, 7]
     with pytest.raises(argparse.ArgumentTypeError, match="allowed"):
         cli.parse_seeds("0,0")
+
+
+def test_smoke_runs_are_full_profile_only_and_never_full_results(tmp_path):
+    """`--smoke` (the full profile's code at toy sizes) needs the full profile, cannot write into
+    data/results/full/, and the book refuses to show a smoke run's record as full results."""
+    from rnnbook.display import SmokeResults, full_results_html
+    assert params.smoke(True, "full") is True and params.smoke(False, "quick") is False
+    for value, profile in ((True, "quick"), ("yes", "full"), (1, "full")):
+        with pytest.raises(params.ParameterError, match="'smoke'"):
+            params.smoke(value, profile)
+    with pytest.raises(params.ParameterError, match="'smoke'"):
+        rnnbook.setup("demo", profile="quick", smoke=True, results_dir=tmp_path)
+    assert rnnbook.setup("demo", profile="full", smoke=True, results_dir=tmp_path).label == "full (smoke)"
+    with pytest.raises(SmokeResults, match="cannot write into"):
+        execute.execute_chapter("extrapolation", {"profile": "full", "smoke": True},
+                                paths.FULL_RESULTS_DIR)
+    with pytest.raises(SystemExit):
+        cli.main(["run", "extrapolation", "--smoke"])
+    folder = tmp_path / "full" / "demo"
+    folder.mkdir(parents=True)
+    (folder / "claims.json").write_text("[]")
+    (folder / "run.json").write_text(json.dumps({"smoke": True, "parameters": {"smoke": True}}))
+    with pytest.raises(SmokeResults, match="holds a smoke run"):
+        full_results_html("demo", [], tmp_path / "full")

@@ -54,6 +54,19 @@ def _given(record: dict) -> dict:
             if k not in ("profile", "device", "results_dir")}
 
 
+class SmokeResults(ValueError):
+    """A smoke run's results (toy sizes) where full-profile results belong."""
+
+
+def full_record(folder: Path) -> dict:
+    """The run record of the committed full results in ``folder``; a smoke run's is refused."""
+    record = json.loads((folder / "run.json").read_text())
+    if record.get("smoke") or (record.get("parameters") or {}).get("smoke"):
+        raise SmokeResults(f"{folder} holds a smoke run (the full profile's code at toy sizes), "
+                           "not full-profile results: delete it and run without --smoke")
+    return record
+
+
 def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULTS_DIR) -> str:
     """The committed full-profile claims of ``chapter`` (``<root>/<chapter>/claims.json`` with the
     run record ``run.json`` of a finished run) beside this run's ``quick`` ones, labelled with where
@@ -67,7 +80,7 @@ def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULT
                 "full --results-dir data/results/full</code> (on a GPU machine where the chapter's "
                 "text says its full profile uses one; <code>make full DEVICE=cuda</code> runs "
                 f"every chapter) and commit <code>data/results/full/{chapter}/</code>.</p>")
-    record = json.loads((folder / "run.json").read_text())
+    record = full_record(folder)
     full = {c.id: c for c in load(folder / "claims.json")}
     where = ", ".join(str(x) for x in (record.get("hardware", {}).get("summary"),
                                        record.get("device")) if x)
@@ -132,7 +145,7 @@ def full_figures_myst(chapter: str, root: Path = FULL_RESULTS_DIR) -> str:
     manifest = folder / "figures" / "figures.json"
     if not manifest.exists() or not (folder / "run.json").exists():
         return ""
-    record = json.loads((folder / "run.json").read_text())
+    record = full_record(folder)
     given = _given(record)
     made = {"profile": "full", "device": record.get("device"), "commit": record.get("commit"),
             "date": record.get("finished", ""), **({"seed": given["seed"]} if "seed" in given else {}),

@@ -33,6 +33,7 @@ import nbformat
 import yaml
 
 from rnnbook import claims, engine
+from rnnbook.display import SmokeResults
 from rnnbook.paths import (BOOK_ROOT, BUILD_DIR, CHAPTERS_DIR, FULL_RESULTS_DIR, SURVEY_DIR, chapters, code_version,
                            default_results_dir, git_commit, results_version)
 
@@ -105,6 +106,9 @@ def execute_chapter(chapter: str, parameters: dict[str, Any] | None = None,
 
     parameters = dict(parameters or {})
     root = Path(results_dir or default_results_dir(parameters.get("profile", "quick"))).resolve()
+    if parameters.get("smoke") and root.is_relative_to(FULL_RESULTS_DIR.resolve()):
+        raise SmokeResults(f"a smoke run (toy sizes) cannot write into {FULL_RESULTS_DIR}, where "
+                           "committed full-profile results live: give another --results-dir")
     out = Path(output) if output else root / chapter / f"{chapter}.ipynb"
     out.parent.mkdir(parents=True, exist_ok=True)
     nb = jupytext.read(chapter_source(chapter))
@@ -281,6 +285,7 @@ def run_record(chapter: str, parameters: dict[str, Any], started: datetime.datet
             "finished": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "wall_seconds": round(wall_seconds, 1), "cached_at_start": cached_at_start,
             "executor": dataclasses.asdict(executor or engine.Executor()),
+            "smoke": bool(parameters.get("smoke")),
             "claims": {"total": len(found), "passed": sum(c.passed for c in found)}}
 
 

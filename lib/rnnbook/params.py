@@ -24,6 +24,15 @@ class ParameterError(ValueError):
         super().__init__(f"parameter {name!r} = {value!r} is not allowed; allowed: {allowed}")
 
 
+def smoke(value: Any, profile: str) -> bool:
+    """``smoke``: a bool, True only with the full profile (its code paths at toy sizes)."""
+    if not isinstance(value, bool):
+        raise ParameterError("smoke", value, "True or False")
+    if value and profile != "full":
+        raise ParameterError("smoke", value, "True only with profile 'full' (its code at toy sizes)")
+    return value
+
+
 def choice(name: str, value: Any, allowed: Sequence[Any]) -> Any:
     """``value`` if it is one of ``allowed``."""
     if value not in allowed:

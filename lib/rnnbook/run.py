@@ -36,6 +36,7 @@ class Run:
     device: torch.device
     seed: int
     dir: Path
+    smoke: bool = False  # the full profile's code at toy sizes: a test, never results
     claims: Claims = field(init=False)
     cache: Cache = field(init=False)
 
@@ -56,7 +57,12 @@ class Run:
         """Export ``fig`` to ``figures/<name>.{png,svg}`` and show it labelled
         ``fig-<chapter>-<name>``."""
         save_figure(fig, name, caption, self.dir / "figures", self.chapter,
-                    provenance=provenance(self.profile, self.seed, self.device.type))
+                    provenance=provenance(self.label, self.seed, self.device.type))
+
+    @property
+    def label(self) -> str:
+        """The profile, ``full (smoke)`` for a smoke run."""
+        return f"{self.profile} (smoke)" if self.smoke else self.profile
 
     def progress(self, iterable: Iterable[T], **kwargs) -> Iterable[T]:
         """A tqdm progress bar (silent when ``RNNBOOK_QUIET`` is set)."""
@@ -77,7 +83,7 @@ class Run:
         """Show how this run was made (profile, device, seed, code version)."""
         from IPython.display import Markdown, display
         display(Markdown(
-            f"```{{note}}\nThis page was computed in the **{self.profile}** profile on "
+            f"```{{note}}\nThis page was computed in the **{self.label}** profile on "
             f"`{self.device.type}` ({platform.processor() or platform.machine()}), seed {self.seed}, "
             f"library version `{code_version(self.chapter)}`. See {{doc}}`/intro` for how to rerun "
             "it.\n```\n"))
@@ -102,10 +108,13 @@ def plain_numpy_scalars(shell=None) -> None:
 
 
 def setup(chapter: str, profile: str = "quick", device: str = "auto", seed: int = 0,
-          results_dir: str | os.PathLike | None = None, threads: int | None = None) -> Run:
+          results_dir: str | os.PathLike | None = None, threads: int | None = None,
+          smoke: bool = False) -> Run:
     """Validate the common parameters, seed every generator and return the chapter's :class:`Run`.
 
     ``threads`` sets ``torch.set_num_threads`` (1 for launch-bound programs of many small models).
+    ``smoke`` (full profile only) runs the full profile's code paths at toy sizes, as a test
+    (``python -m rnnbook run CHAPTER --profile full --smoke``).
     """
     if not isinstance(chapter, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", chapter):
         raise params.ParameterError("chapter", chapter, "a snake_case chapter name")
@@ -114,6 +123,7 @@ def setup(chapter: str, profile: str = "quick", device: str = "auto", seed: int 
     seed = params.integer("seed", seed, lo=0)
     if results_dir is not None and not isinstance(results_dir, (str, os.PathLike)):
         raise params.ParameterError("results_dir", results_dir, "None or a directory path")
+    params.smoke(smoke, profile)
     if threads is not None:
         torch.set_num_threads(params.integer("threads", threads, lo=1))
     random.seed(seed)
@@ -122,4 +132,4 @@ def setup(chapter: str, profile: str = "quick", device: str = "auto", seed: int 
     use_style()
     plain_numpy_scalars()
     root = Path(results_dir) if results_dir is not None else default_results_dir(profile)
-    return Run(chapter, profile, dev, seed, root.expanduser().resolve() / chapter)
+    return Run(chapter, profile, dev, seed, root.expanduser().resolve() / chapter, smoke)
