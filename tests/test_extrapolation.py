@@ -199,6 +199,30 @@ def resolve(**kw):
     return experiments.resolve(**{**base, **kw})
 
 
+def test_smoke_is_the_full_profile_at_toy_sizes():
+    """Issue 24, item 2: smoke=True keeps the full profile's teachers, k values, gate, tolerance,
+    F5 scales and chunks at SMOKE's sizes (-p values still win); smoke=False changes nothing."""
+    full, toy = resolve(profile="full"), resolve(profile="full", smoke=True)
+    assert (full.ds, full.n_seeds, full.horizon_q) == ([20, 50, 100], 5, 100)
+    assert (full.gru_hidden, full.gru_steps, full.gru_batch, full.gru_ks, full.gru_seeds) == (
+        64, 5000, 256, list(range(1, 13)), 16)
+    assert full.steps_for(3, "full", "nonsym") == 4_000_000 and full.step_scale == 1
+    quick = resolve()
+    assert (quick.ds, quick.n_seeds, quick.horizon_q, quick.gru_ks, quick.chunk_size) == (
+        [20], 3, 60, [2, 6, 10], None)
+    assert quick.steps_for(1, "quick") == 50_000 and resolve(smoke=False) == quick
+    assert (toy.ds, toy.n_seeds, toy.horizon_q, toy.gru_hidden, toy.gru_steps, toy.gru_ks) == (
+        [12, 14], 2, 20, 4, 20, [1, 2, 12])
+    same = ("teachers", "gate", "tol", "scales", "chunk_size", "init_scale", "lr")
+    assert all(getattr(toy, f) == getattr(full, f) for f in same)
+    assert set(toy.gru_ks) <= set(full.gru_ks) and toy.steps_for(3, "full", "nonsym") == 4000
+    assert experiments.checkpoint_steps(200, "full", toy.step_scale) == tuple(range(20, 201, 20))
+    given = resolve(profile="full", smoke=True, d=30, n_seeds=3)
+    assert (given.ds, given.n_seeds) == ([30], 3)
+    with pytest.raises(ParameterError, match="parameter 'smoke'"):
+        resolve(smoke=True)
+
+
 @pytest.mark.parametrize(("kw", "name"), [
     ({"profile": "slow"}, "profile"), ({"d": 4}, "d"), ({"d_hat": [0]}, "d_hat"),
     ({"d_hat": [7]}, "d_hat"), ({"d_hat": [2], "teacher_eigs": [[1.0]]}, "teacher_eigs"),

@@ -78,22 +78,35 @@ class Settings:
     gru_ks: list[int]
     gru_seeds: int
     chunk_size: int | None
+    step_scale: float = 1.0  # default step budgets and F4's checkpoint spacing x this (SMOKE)
 
     def steps_for(self, d_hat: int, profile: str, variant: str = "sym_bal") -> int:
-        return self.steps or default_steps(d_hat, profile, variant)
+        return self.steps or max(1, round(default_steps(d_hat, profile, variant) * self.step_scale))
+
+
+# The smoke run's toy sizes (issue 24, item 2: ``python -m rnnbook run extrapolation --profile full
+# --smoke``), each replacing a full default that -p did not set. Every full-profile branch still
+# runs: its teachers d_hat = 1..4 with every k, several student sizes d (the smallest above
+# max k = 11), its loss gate, tolerance, F5 scales and chunking; the step budgets (and F4's
+# checkpoint spacing) are the full ones x step_scale, and the GRU keeps the smallest, the
+# largest and k = 2 of full's k = 1..12.
+SMOKE = {"d": [12, 14], "n_seeds": 2, "horizon_q": 20, "step_scale": 1e-3, "gru_hidden": 4,
+         "gru_steps": 20, "gru_batch": 16, "gru_ks": [1, 2, 12], "gru_seeds": 4}
 
 
 def resolve(profile: str, d, d_hat, k_values, teacher_eigs, teacher_weights, init_scale: float,
-            lr: float, steps, n_seeds, horizon_q, gru_hidden, gru_steps) -> Settings:
+            lr: float, steps, n_seeds, horizon_q, gru_hidden, gru_steps, smoke: bool = False) -> Settings:
     """Check every chapter parameter, raising :class:`rnnbook.ParameterError` before any compute,
-    and fill in the profile's defaults."""
+    and fill in the profile's defaults (with ``smoke``, the full profile's at the toy sizes of
+    :data:`SMOKE`)."""
     params.choice("profile", profile, params.PROFILES)
     full = profile == "full"
+    toy = SMOKE if params.smoke(smoke, profile) else {}
     if d_hat is None:
         d_hat = [1, 2, 3, 4] if full else [1, 2]
     d_hat = [params.integer("d_hat", x, lo=1) for x in params.sequence("d_hat", d_hat)]
     if d is None:
-        d = [20, 50, 100] if full else [20]
+        d = toy.get("d", [20, 50, 100] if full else [20])
     ds = [params.integer("d", x, lo=2) for x in (d if isinstance(d, (list, tuple)) else [d])]
     params.real("init_scale", init_scale, lo=0, lo_open=True)
     params.real("lr", lr, lo=0, lo_open=True)
@@ -115,18 +128,23 @@ def resolve(profile: str, d, d_hat, k_values, teacher_eigs, teacher_weights, ini
         raise params.ParameterError("k_values", k_values, f"integers that include 2 d_hat + 1 = "
                                     f"{2 * ref + 1} for the reference teacher d_hat = {ref}")
     pick = (lambda quick, big: big if full else quick)
+    size = (lambda name, quick, big: toy.get(name, pick(quick, big)))  # SMOKE's, if a smoke run
     return Settings(
         teachers, ds,
-        n_seeds=params.integer("n_seeds", n_seeds if n_seeds is not None else pick(3, 5), lo=1),
+        n_seeds=params.integer("n_seeds", n_seeds if n_seeds is not None else size("n_seeds", 3, 5), lo=1),
         init_scale=init_scale, lr=lr, steps=steps,
-        horizon_q=params.integer("horizon_q", horizon_q if horizon_q is not None else pick(60, 100), lo=2),
+        horizon_q=params.integer("horizon_q", horizon_q if horizon_q is not None
+                                 else size("horizon_q", 60, 100), lo=2),
         gate=pick(1e-6, 1e-8), tol=pick(0.05, 0.01),
         scales=pick((1e-1, 1e-2, 1e-3), (1e-1, 1e-2, 1e-3, 1e-4)),
-        gru_hidden=params.integer("gru_hidden", gru_hidden if gru_hidden is not None else pick(16, 64), lo=1),
-        gru_steps=params.integer("gru_steps", gru_steps if gru_steps is not None else pick(2000, 5000), lo=1),
-        gru_batch=pick(128, 256),  # quick: half the spec's batch (our choice, a shorter run)
-        gru_ks=pick([2, 6, 10], list(range(1, 13))), gru_seeds=16,  # C8: 16 students per k
-        chunk_size=pick(None, 64))
+        gru_hidden=params.integer("gru_hidden", gru_hidden if gru_hidden is not None
+                                  else size("gru_hidden", 16, 64), lo=1),
+        gru_steps=params.integer("gru_steps", gru_steps if gru_steps is not None
+                                 else size("gru_steps", 2000, 5000), lo=1),
+        gru_batch=size("gru_batch", 128, 256),  # quick: half the spec's batch (our choice, shorter)
+        gru_ks=size("gru_ks", [2, 6, 10], list(range(1, 13))),
+        gru_seeds=toy.get("gru_seeds", 16),  # C8: 16 students per k
+        chunk_size=pick(None, 64), step_scale=toy.get("step_scale", 1.0))
 
 
 def _teacher(i: int, dh: int, eigs, weights, k_values) -> tuple[tuple[float, ...], tuple[float, ...], list[int]]:
@@ -157,12 +175,12 @@ SIGNED_TEACHER = (TEACHERS[2][0], (0.8, -0.3))  # E3: unbalanced, the moment arg
 def build_sweep(teachers: dict[int, tuple[tuple[float, ...], tuple[float, ...], list[int]]],
                 ds: Sequence[int], n_seeds: int, seed: int, init_scale: float, lr: float,
                 steps: Callable[[int], int], horizon_q: int, profile: str,
-                scales: Sequence[float]) -> list[RunConfig]:
+                scales: Sequence[float], step_scale: float = 1.0) -> list[RunConfig]:
     """Every linear run of the chapter: F1 (symmetric, balanced), F2 (non-symmetric, unbalanced),
     F5 (symmetric A, independent B, C, several init scales; reference d_hat, k = 2 d_hat + 1, + 2)
     and E3
     (the signed teacher). ``teachers`` maps d_hat to (lam, w, k values); ``steps(d_hat, variant)``
-    gives the step budget."""
+    gives the step budget; ``step_scale`` scales the full profile's checkpoint spacing (SMOKE)."""
     out = []
 
     def add(experiment, d, lam, w, ks, variant, scales_, n_steps):
@@ -171,7 +189,7 @@ def build_sweep(teachers: dict[int, tuple[tuple[float, ...], tuple[float, ...], 
                 for i in range(n_seeds):
                     out.append(RunConfig(experiment, d, tuple(lam), tuple(w), k, variant, s, lr,
                                          n_steps, run_seed(seed, experiment, d, lam, w, k, s, i),
-                                         horizon_q, checkpoint_steps(n_steps, profile)))
+                                         horizon_q, checkpoint_steps(n_steps, profile, step_scale)))
 
     for d in ds:
         for dh, (lam, w, ks) in teachers.items():
@@ -213,10 +231,12 @@ def default_steps(d_hat: int, profile: str, variant: str = "sym_bal") -> int:
     return base * (4 if profile == "full" else 1)
 
 
-def checkpoint_steps(steps: int, profile: str) -> tuple[int, ...]:
-    """F4 checkpoints: 1e3, 3e3, 1e4, 3e4, ... and the last step (quick), or every 2e4 (full)."""
+def checkpoint_steps(steps: int, profile: str, scale: float = 1.0) -> tuple[int, ...]:
+    """F4 checkpoints: 1e3, 3e3, 1e4, 3e4, ... and the last step (quick), or every 2e4 x ``scale``
+    steps (full; the smoke run's ``scale`` shrinks it with its step budgets, :data:`SMOKE`)."""
     if profile == "full":
-        return tuple(range(20_000, steps + 1, 20_000))
+        every = max(1, round(20_000 * scale))
+        return tuple(range(every, steps + 1, every))
     grid = [m * 10 ** e for e in range(3, 8) for m in (1, 3)]
     return tuple(t for t in grid if t < steps) + (steps,)
 
