@@ -464,3 +464,32 @@ def test_resolve_refuses(name, value):
     kw[name] = value
     with pytest.raises(rnnbook.ParameterError, match=repr(name)):
         experiments.resolve(**kw)
+
+
+def test_resolve_smoke_takes_the_full_branches_at_toy_sizes():
+    """The smoke run (issue 24, item 2): the full profile's branches at SMOKE's sizes, the parameters
+    cell's default steps and a5_hidden replaced (a value the user gave is kept); smoke=False as before."""
+    import jupytext
+    from rnnbook.paths import CHAPTERS_DIR
+    args, sm = (6, 0.1, 0.01, 20_000, 0.8), experiments.SMOKE
+    toy, full = experiments.resolve("full", *args, smoke=True), experiments.resolve("full", *args)
+    assert toy.full and toy.smoke and (toy.steps, toy.a5_hidden) == (sm["steps"], sm["a5_hidden"])
+    assert toy.f1_Ts == [5, 7, 10] and toy.f1_lr_steps(5) == (0.01 / 50, sm["f1_steps"])
+    assert toy.f2 == ([5, 10], sm["f2_n"]) and toy.f3 == ([3, 6, 10], *sm["f3"], 5 * sm["steps"])
+    assert toy.f6 == (sm["f6_Ts"], sm["f6_sigmas"], sm["seeds"]) and toy.f6_appendix == sm["f6_appendix"]
+    assert toy.sensory_hidden == sm["sensory_hidden"] and toy.f7_steps == 10 * sm["sensory_steps"]
+    assert (toy.f9_T, toy.f10_Ts, toy.tol_c3) == (full.f9_T, full.f10_Ts, full.tol_c3) == (10, [4, 6, 10], 1e-5)
+    given = experiments.resolve("full", 6, 0.1, 0.01, 500, 0.8, 64, smoke=True)
+    assert (given.steps, given.a5_hidden) == (500, 64)
+    assert not full.smoke and (full.steps, full.a5_hidden, full.f2, full.f7_steps) == (20_000, 300, ([5, 10], 50), 50910)
+    assert full.f6[0] == list(range(1, 9)) and len(full.f6[1]) == 12 and full.f6_appendix[0] == ([1, 2, 3, 4, 6], [2, 6])
+    quick = experiments.resolve("quick", *args)
+    assert quick == experiments.resolve("quick", *args, smoke=False) and quick.f6[0] == [1, 2, 3, 4, 5]
+    assert (quick.f2, quick.f7_steps, quick.sensory_hidden, quick.tol_k2) == (([5], 20), 5091, [4], 1e-3)
+    with pytest.raises(rnnbook.ParameterError, match="'smoke'"):
+        experiments.resolve("quick", *args, smoke=True)
+    cell = next(c for c in jupytext.read(CHAPTERS_DIR / "learning_dynamics.md").cells
+                if "parameters" in c.metadata.get("tags", []))
+    cell_defaults = {}
+    exec(cell.source, cell_defaults)
+    assert {k: cell_defaults[k] for k in experiments.DEFAULTS} == experiments.DEFAULTS

@@ -436,6 +436,23 @@ def survey_margins(path: Path):
 
 
 # ----------------------------------------------------------------------------- parameters
+# The smoke run (issue 24, item 2: ``python -m rnnbook run learning_dynamics --profile full --smoke``):
+# every branch of the full profile at toy sizes, a test, never results. :meth:`Settings.toy` puts
+# these sizes in place of the full profile's; the parameters ``steps`` and ``a5_hidden`` replace the
+# parameters cell's defaults (``DEFAULTS``) unless the user gave another value. Grids that the full
+# profile sweeps keep a few points (F6: T = 1 and 4, which C7 compares, and three σ <= 0.2 for its
+# rank correlation beside Fig. A6's σ = 1; F3: the κ = 0.5 and 2 that its δ grid holds, C6's
+# corners; F5: an odd b-grid, which holds b = 0), and the sweeps over seeds two seeds (C7's spread
+# over seeds).
+# K2's assertion gets the quick profile's tolerance: over F1's toy GD time u stays near u0, and GD's
+# Euler error is read against that small u.
+SMOKE = {"steps": 200, "a5_hidden": 8, "f1_steps": 200, "f2_n": 3, "f3": (5, (0.5, 2.0)), "f4_n": 20,
+         "f5": (40, 401), "f6_Ts": [1, 2, 4], "f6_sigmas": [0.01, 0.1, 0.2, 1.0], "seeds": [0, 1],
+         "f6_appendix": (([1, 2], [2]), [0.01, 0.5]), "sensory_hidden": [4, 8], "sensory_steps": 30,
+         "tol_k2": 1e-3}
+DEFAULTS = {"steps": 20_000, "a5_hidden": 300}  # the parameters cell's
+
+
 @dataclass(frozen=True)
 class Settings:
     """The chapter's resolved parameters and the profile's grids (spec §5; grids are our choice).
@@ -449,9 +466,14 @@ class Settings:
     b0: float
     full: bool
     a5_hidden: int = 300  # N_h of the full profile's Fig. A5 networks (the paper's 300)
+    smoke: bool = False  # the full profile at the toy sizes of SMOKE
 
     def pick(self, quick, full):
         return full if self.full else quick
+
+    def toy(self, name: str, size):
+        """A full-profile ``size``, or its toy value ``SMOKE[name]`` in a smoke run."""
+        return SMOKE[name] if self.smoke else size
 
     @property
     def f1_Ts(self):  # 7: Fig. A1's length, read from its ticks (the paper does not print it)
@@ -462,27 +484,27 @@ class Settings:
         (5/T)² so that the Euler error of K2 and the Taylor windows of K4 stay as small at T = 10;
         the steps keep the GD time 8 at the default lr."""
         lr = self.lr / self.pick(10, 50) * min(1.0, (5 / T) ** 2)
-        return lr, int(round(self.pick(8000, 40000) * self.lr / self.pick(10, 50) / lr))
+        return lr, int(round(self.pick(8000, self.toy("f1_steps", 40000)) * self.lr / self.pick(10, 50) / lr))
 
     @property
     def f2(self):  # (Ts, n)
-        return self.pick(([5], 20), ([5, 10], 50))
+        return self.pick(([5], 20), ([5, 10], self.toy("f2_n", 50)))
 
     @property
     def f3(self):  # (Ts, n, kappas, steps): quick, every kappa is a delta of the grid; full, 0.5, 1, 1.5 and 2 are
         return self.pick((sorted({3, self.T}), 41, F3_KAPPAS, self.steps),
-                         (sorted({3, 6, 10, self.T}), 101, (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0),
-                          5 * self.steps))
+                         (sorted({3, 6, 10, self.T}),
+                          *self.toy("f3", (101, (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0))), 5 * self.steps))
 
     cap = 0.5  # F3: GD step at most cap / tr G (mode_gd), our choice
 
     @property
     def f4_n(self):
-        return self.pick(200, 500)
+        return self.pick(200, self.toy("f4_n", 500))
 
     @property
     def f5(self):  # (n_beta, n_b, Ts, B): B = 2 bounds |b| (our choice; T -> inf onset 1.075, E2)
-        return self.pick((400, 4001), (2000, 20001)) + (sorted({3, 4, 6, 10, self.T}), 2.0)
+        return self.pick((400, 4001), self.toy("f5", (2000, 20001))) + (sorted({3, 4, 6, 10, self.T}), 2.0)
 
     @property
     def f6(self):
@@ -490,23 +512,24 @@ class Settings:
         full profile with Fig. A6's larger σ = 1, 1.5 added; the quick one subsamples T (cost ∝ T³)
         and every other σ (our choice)."""
         fig5 = [round(float(x), 4) for x in np.linspace(0.01, 0.5, 10)]
-        return (self.pick([1, 2, 3, 4, 5], list(range(1, 9))), self.pick(fig5[::2], fig5 + [1.0, 1.5]),
-                self.pick([0, 1, 2], [0, 1, 2, 3, 4]))
+        return (self.pick([1, 2, 3, 4, 5], self.toy("f6_Ts", list(range(1, 9)))),
+                self.pick(fig5[::2], self.toy("f6_sigmas", fig5 + [1.0, 1.5])),
+                self.pick([0, 1, 2], self.toy("seeds", [0, 1, 2, 3, 4])))
 
     @property
     def f6_appendix(self):
         """(Ts, sigmas) of the full profile's Figs. A5 and A7: every other σ of Fig. 5's grid; A5 at
         T = 1, 2, 3, 4, 6 (its cost grows like N_h³T³), A7 at App. J's T = 2 and 6 (our choice)."""
         fig5 = [round(float(x), 4) for x in np.linspace(0.01, 0.5, 10)][::2]
-        return ([1, 2, 3, 4, 6], [2, 6]), fig5
+        return self.toy("f6_appendix", (([1, 2, 3, 4, 6], [2, 6]), fig5))
 
     @property
     def sensory_seeds(self):
-        return self.pick([0], [0, 1, 2, 3, 4])
+        return self.pick([0], self.toy("seeds", [0, 1, 2, 3, 4]))
 
     @property
     def sensory_hidden(self):  # F7's N_h
-        return self.pick([4], [4, 16])
+        return self.pick([4], self.toy("sensory_hidden", [4, 16]))
 
     f7_T = 4  # Fig. 6's training length (the paper's, §3.6)
     f7_track = (4, 50, 75, 100)  # Fig. 6's lengths for the loss over training (the paper's)
@@ -518,7 +541,7 @@ class Settings:
 
     def sensory_steps(self, T: int) -> int:
         """F7, F8: the same GD time lr × steps at every T (20,000 steps at T = 6, at least 5,000)."""
-        return max(5000, int(round(20_000 * self.sensory_curv(T) / 55)))
+        return self.toy("sensory_steps", max(5000, int(round(20_000 * self.sensory_curv(T) / 55))))
 
     @property
     def f7_steps(self) -> int:
@@ -555,16 +578,22 @@ class Settings:
 
     @property
     def tol_k2(self):
-        return self.pick(1e-3, 1e-4)
+        return self.pick(1e-3, self.toy("tol_k2", 1e-4))
 
 
-def resolve(profile: str, T, init_scale, lr, steps, b0, a5_hidden=300) -> Settings:
-    """Check every chapter parameter, raising :class:`rnnbook.ParameterError` before any compute."""
+def resolve(profile: str, T, init_scale, lr, steps, b0, a5_hidden=DEFAULTS["a5_hidden"], smoke=False) -> Settings:
+    """Check every chapter parameter, raising :class:`rnnbook.ParameterError` before any compute;
+    ``smoke``: the full profile at the toy sizes of ``SMOKE`` (which also replace the parameters
+    cell's ``steps`` and ``a5_hidden``, if left at their defaults)."""
     params.choice("profile", profile, params.PROFILES)
+    smoke = params.smoke(smoke, profile)
     T = params.integer("T", T, lo=2, hi=20)  # T = 1 has no recurrence to learn
     init_scale = params.real("init_scale", init_scale, lo=0, hi=1, lo_open=True)
     lr = params.real("lr", lr, lo=0, hi=0.05, lo_open=True)
     steps = params.integer("steps", steps, lo=1, hi=10_000_000)
     b0 = params.real("b0", b0, lo=0, hi=2, lo_open=True)
     a5_hidden = params.integer("a5_hidden", a5_hidden, lo=4, hi=4096)  # at least the task's N = 4
-    return Settings(T, init_scale, lr, steps, b0, profile == "full", a5_hidden)
+    if smoke:  # toy sizes in place of the defaults, not of a value the user gave
+        steps = SMOKE["steps"] if steps == DEFAULTS["steps"] else steps
+        a5_hidden = SMOKE["a5_hidden"] if a5_hidden == DEFAULTS["a5_hidden"] else a5_hidden
+    return Settings(T, init_scale, lr, steps, b0, profile == "full", a5_hidden, smoke)
