@@ -222,6 +222,24 @@ def test_resolve_defaults():
     assert f.steps == 10_000 and len(f.nu0_values) == 7 and len(f.seeds) == 10
 
 
+def test_resolve_smoke_gives_toy_sizes_in_the_full_profile():
+    """Smoke (issue 24, item 2): profile "full" at SMOKE's sizes where the parameters are left at the
+    cell's defaults, an explicit value kept; smoke=False unchanged; quick refuses smoke."""
+    cell = dict(rho=list(experiments.RHO_DEFAULT), nu0_values=None, T=300, hidden_size=64, steps=None,
+                lrs=None, seeds=None)
+    s = experiments.resolve("full", **cell, smoke=True)
+    toy = experiments.SMOKE
+    assert s.profile == "full" and (s.T, s.hidden_size, s.steps) == (toy["T"], toy["hidden_size"], toy["steps"])
+    assert s.rho == toy["rho"] and len(s.seeds) == 2 and all(len(v) == 2 for v in s.lrs.values())
+    assert s.long_steps == s.e1_steps == toy["steps"] and s.f12 == toy["f12"] and s.ladder_seeds == 2
+    assert s.theta0s == experiments.resolve("full", **cell).theta0s  # full-only grids stay
+    assert experiments.resolve("full", **{**cell, "T": 40}, smoke=True).T == 40
+    f = experiments.resolve("full", **cell, smoke=False)
+    assert (f.T, f.hidden_size, f.steps, f.long_steps, len(f.seeds)) == (300, 64, 10_000, 10_000, 10)
+    with pytest.raises(rnnbook.ParameterError, match="'smoke'"):
+        experiments.resolve("quick", **cell, smoke=True)
+
+
 # ----------------------------------------------------------------------------- claim checks fail
 def test_mc_check_can_fail():
     assert theory.mc_check((0.5,), (0.5,), 4000, 0.10, 0)["passed"]

@@ -21,7 +21,8 @@ from rnnbook.curse_of_memory.models import (ModelSpec, RunCfg, batch_loss, init_
 from rnnbook.curse_of_memory.theory import S, S_notebook
 
 
-RHO_DEFAULT = (0.0, 0.9, 0.99, 0.999, 1.0)
+RHO_DEFAULT = (0.0, 0.9, 0.99, 0.999, 1.0)  # the parameters cell's rho, T and hidden_size
+T_DEFAULT, HIDDEN_DEFAULT = 300, 64
 NU0_FULL = (0.36, 0.68, 0.84, 0.92, 0.96, 0.98, 0.99)
 LRS_FULL = {"RNN": (3.2e-3, 1e-3, 3.2e-4, 1e-4, 3.2e-5), "LRU": (0.32, 0.1, 3.2e-2, 1e-2, 3.2e-3)}
 MODELS = ("RNN", "LRU")
@@ -39,6 +40,24 @@ E1_SGD_LRS = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1)  # E1: SGD grid, both models (our ch
 # best rate of every SGD row from above by a diverged one, in our pilot)
 E1_MOMENTA = (0.9, 0.0)  # E1: SGD with and without momentum (spec §7: "± momentum")
 E1_NU0 = (0.84, 0.99)
+# The smoke run (issue 24, item 2: ``python -m rnnbook run curse_of_memory --profile full --smoke``):
+# the full profile's code paths at toy sizes, a test, never results (about 20 s of cells on 2 cores).
+SMOKE = {
+    # parameters: replace their defaults (None, or the parameters cell's rho, T, hidden_size) unless
+    # the user gave another value. rho keeps both ends (C2's and F9's rho = 1 branches); nu0 keeps
+    # 0.99 (C3, F4, F10); d_h = 8 is even, with d_h/2 = 4 blocks of 2x2 and one head count between
+    # (F11); every grid the full profile selects the best of keeps two points (two seeds: s.e.m.),
+    # the LRU's below F10's 0.1 (F3's note on rates above the grid)
+    "rho": [0.0, 0.9, 1.0], "nu0_values": (0.36, 0.84, 0.99), "T": 32, "hidden_size": 8,
+    "steps": 20, "lrs": {"RNN": (1e-3, 3.2e-4), "LRU": (3.2e-2, 1e-2)}, "seeds": (0, 1),
+    # Settings sizes: always replace the full profile's (the full theta0s, heads and tolerances stay)
+    "mc_seqs": 200, "batch": 16, "ladder_seeds": 2, "probe_seeds": 2, "c6_teachers": 3,
+    "hess_terms": 256, "f9_grid": (20, 50), "f8_steps": 200, "long_steps": 20,
+    "ladder_lrs": {m: v[:2] for m, v in LADDER_LRS_FULL.items()}, "f10_cd_lrs": [3.2e-4, 1e-3],
+    "f6": dict(d_in=8, d=8, tokens=32, seqs=4, batch=2),
+    "f12": dict(d=16, samples=2, length=640, burn=320, jac_steps=16),  # F12: acf to lag 600, 16 probes
+    "e1_batch": 16}
+_SMOKE_PARAMS = ("rho", "nu0_values", "T", "hidden_size", "steps", "lrs", "seeds")
 
 
 # ============================================================================ parameters
@@ -78,12 +97,28 @@ class Settings:
     e1_batch: int = 32
 
 
-def resolve(profile, rho, nu0_values, T, hidden_size, steps, lrs, seeds) -> Settings:
+def smoke_params(**given) -> dict:
+    """The smoke run's parameters (issue 24, item 2): :data:`SMOKE`'s toy value for each parameter
+    of ``given`` left at its default (None, or the parameters cell's value), the given one otherwise."""
+    cell = {"rho": list(RHO_DEFAULT), "T": T_DEFAULT, "hidden_size": HIDDEN_DEFAULT}
+    out = {}
+    for k, v in given.items():
+        v_ = list(v) if isinstance(v, tuple) else v
+        out[k] = SMOKE[k] if v is None or (k in cell and v_ == cell[k]) else v
+    return out
+
+
+def resolve(profile, rho, nu0_values, T, hidden_size, steps, lrs, seeds, smoke=False) -> Settings:
     """Check every chapter parameter, raising :class:`rnnbook.ParameterError` before any compute
     (unknown profile or model, rho outside [0, 1], nu0 outside (0, 1), non-positive sizes, steps or
-    learning rates), and fill in the profile's defaults (None -> profile default)."""
+    learning rates), and fill in the profile's defaults (None -> profile default). ``smoke`` (full
+    profile only): the full profile at :data:`SMOKE`'s toy sizes (:func:`smoke_params`)."""
     params.choice("profile", profile, params.PROFILES)
-    full = profile == "full"
+    full, smoke = profile == "full", params.smoke(smoke, profile)
+    if smoke:
+        rho, nu0_values, T, hidden_size, steps, lrs, seeds = smoke_params(
+            rho=rho, nu0_values=nu0_values, T=T, hidden_size=hidden_size, steps=steps, lrs=lrs,
+            seeds=seeds).values()
     if isinstance(rho, (int, float)) and not isinstance(rho, bool):
         rho = [rho]  # one value is a list of one
     if isinstance(nu0_values, (int, float)) and not isinstance(nu0_values, bool):
@@ -103,7 +138,7 @@ def resolve(profile, rho, nu0_values, T, hidden_size, steps, lrs, seeds) -> Sett
         raise params.ParameterError("hidden_size", hidden_size, "an even integer >= 2 (2x2 blocks)")
     if steps is None:
         steps = 10_000 if full else 1000
-    steps = params.integer("steps", steps, lo=200)
+    steps = params.integer("steps", steps, lo=SMOKE["steps"] if smoke else 200)
     if lrs is None:
         lrs = LRS_FULL if full else {"RNN": (3.2e-4, 1e-3), "LRU": (1e-2, 3.2e-2)}
     if not isinstance(lrs, dict) or set(lrs) != set(MODELS):
@@ -115,24 +150,25 @@ def resolve(profile, rho, nu0_values, T, hidden_size, steps, lrs, seeds) -> Sett
     seeds = [params.integer("seeds", s, lo=0) for s in params.sequence("seeds", seeds)]
     if len(set(seeds)) != len(seeds):
         raise params.ParameterError("seeds", seeds, "distinct integers >= 0")
-    return Settings(profile, rho, nu0, T, hidden_size, steps, lrs, seeds,
-                    heads=[1, 2, 4, 8, 16, 32] if full else [1, 4, 16, 32],
-                    mc_seqs=20_000 if full else 4000, mc_tol=0.03 if full else 0.10,
-                    batch=128 if full else 64,
-                    ladder_lrs=LADDER_LRS_FULL if full else LADDER_LRS_QUICK,
-                    ladder_seeds=10 if full else 3,
-                    f9_grid=(200, 500) if full else (100, 250), f8_steps=50_000 if full else 5000,
-                    hess_terms=4096, long_steps=10_000 if full else 3000,
-                    theta0s=[math.pi, 0.1 * math.pi, 0.01 * math.pi] if not full else
-                    [math.pi, 10 ** -0.5 * math.pi, 0.1 * math.pi, 10 ** -1.5 * math.pi, 0.01 * math.pi],
-                    f10_lrs=sorted(set(lrs["LRU"]) | {0.1}),
-                    f10_lrs_small=sorted(set(lrs["LRU"]) | {0.1}) if full else sorted({max(lrs["LRU"]), 0.1}),
-                    f10_cd_lrs=[3.2e-4, 1e-3, 3.2e-3, 1e-2] if full else [1e-3, 3.2e-3, 1e-2],
-                    f6=dict(d_in=768, d=256, tokens=512, seqs=128, batch=16) if full else
-                    dict(d_in=64, d=64, tokens=128, seqs=16, batch=16),
-                    f12=dict(d=256, samples=100, length=4096, burn=2048, jac_steps=256) if full else
-                    dict(d=64, samples=20, length=2048, burn=1536, jac_steps=64),
-                    e1_lrs={m: list(E1_SGD_LRS) for m in MODELS}, e1_steps=steps if full else 250, e1_batch=128 if full else 32)
+    S_ = Settings(profile, rho, nu0, T, hidden_size, steps, lrs, seeds,
+                  heads=[1, 2, 4, 8, 16, 32] if full else [1, 4, 16, 32],
+                  mc_seqs=20_000 if full else 4000, mc_tol=0.03 if full else 0.10,
+                  batch=128 if full else 64,
+                  ladder_lrs=LADDER_LRS_FULL if full else LADDER_LRS_QUICK,
+                  ladder_seeds=10 if full else 3,
+                  f9_grid=(200, 500) if full else (100, 250), f8_steps=50_000 if full else 5000,
+                  hess_terms=4096, long_steps=10_000 if full else 3000,
+                  theta0s=[math.pi, 0.1 * math.pi, 0.01 * math.pi] if not full else
+                  [math.pi, 10 ** -0.5 * math.pi, 0.1 * math.pi, 10 ** -1.5 * math.pi, 0.01 * math.pi],
+                  f10_lrs=sorted(set(lrs["LRU"]) | {0.1}),
+                  f10_lrs_small=sorted(set(lrs["LRU"]) | {0.1}) if full else sorted({max(lrs["LRU"]), 0.1}),
+                  f10_cd_lrs=[3.2e-4, 1e-3, 3.2e-3, 1e-2] if full else [1e-3, 3.2e-3, 1e-2],
+                  f6=dict(d_in=768, d=256, tokens=512, seqs=128, batch=16) if full else
+                  dict(d_in=64, d=64, tokens=128, seqs=16, batch=16),
+                  f12=dict(d=256, samples=100, length=4096, burn=2048, jac_steps=256) if full else
+                  dict(d=64, samples=20, length=2048, burn=1536, jac_steps=64),
+                  e1_lrs={m: list(E1_SGD_LRS) for m in MODELS}, e1_steps=steps if full else 250, e1_batch=128 if full else 32)
+    return replace(S_, **{k: v for k, v in SMOKE.items() if k not in _SMOKE_PARAMS}) if smoke else S_
 
 
 def cosine_runs(rows: Sequence[dict], **match) -> list[dict]:
