@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from rnnbook.stable_models import (constraints, datasets, experiments, models, plots, sections, settings,
-                                   stack, train)
+                                   stack, theory, train)
 from rnnbook.data import DataError, fetch
 from rnnbook.params import ParameterError
 
@@ -269,6 +269,27 @@ def test_resolve_defaults():
     S = settings.resolve(**RESOLVE | {"tasks": None})
     assert S.tasks == ["jsb", "atis", "ptb_char", "ptb_word"] and S.seeds == [0]
     assert settings.resolve(**RESOLVE | {"profile": "full", "tasks": ["jsb"]}).seeds == [0, 1, 2]
+
+
+def test_resolve_smoke_keeps_the_full_profile_at_toy_sizes():
+    """The smoke run (issue 24, item 2): the full profile's branches (WikiText-2, schedules, C9's and
+    C11's seeds, F4's LM panels, F5) at SMOKE's sizes, explicit parameters winning; smoke=False is
+    the full profile as before, and smoke is refused outside it."""
+    from dataclasses import replace
+    full = RESOLVE | {"profile": "full", "tasks": None}
+    S, F = settings.resolve(**full, smoke=True), settings.resolve(**full)
+    assert S.profile == "full" and S.tasks == F.tasks == ["jsb", "atis", "ptb_char", "wikitext2"]
+    assert S.configs == {t: replace(settings.FULL[t], **settings.SMOKE["configs"][t]) for t in S.tasks}
+    assert all(c.hidden <= 8 and c.epochs <= 2 and c.schedule for c in S.configs.values())
+    assert (S.f3_task, S.f5_task, S.f5_cells, S.c11_cells, S.c9_nll) == (
+        "wikitext2", "wikitext2", settings.CELLS, settings.CELLS, True)
+    assert S.seeds == S.c9_seeds == [0, 1] and S.lm_k and S.contraction < F.contraction
+    assert (F.configs, F.seeds, F.contraction, F.f5_epochs) == (settings.FULL, [0, 1, 2], (20, 1000), 20)
+    mine = settings.resolve(**full | {"hidden_size": 16, "n_seeds": 3}, smoke=True)
+    assert mine.configs["jsb"].hidden == 16 and mine.seeds == [0, 1, 2]
+    assert theory.theory_settings("full", True).c4_N < theory.theory_settings("full").c4_N == 1000
+    with pytest.raises(ParameterError, match="parameter 'smoke'"):
+        settings.resolve(**RESOLVE, smoke=True)
 
 
 # ---------------------------------------------------------------------------- contraction

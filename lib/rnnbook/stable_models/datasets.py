@@ -147,12 +147,13 @@ class Corpus:
     vocab: list[str]
 
 
-def load_corpus(task: str, data_dir: DataDir = None, max_train_tokens: int | None = None
-                ) -> Corpus:
+def load_corpus(task: str, data_dir: DataDir = None, max_train_tokens: int | None = None,
+                max_eval_tokens: int | None = None) -> Corpus:
     """``ptb_char``, ``ptb_word`` or ``wikitext2`` as id tensors. The vocabulary is that of all
     three splits (the full training set's, as valid and test add no new type), most frequent in
     the full training set first (ties alphabetically), as an adaptive softmax's clusters need;
-    ``max_train_tokens`` keeps a prefix of train."""
+    ``max_train_tokens`` keeps a prefix of train, ``max_eval_tokens`` (smoke run) of valid and
+    test."""
     dataset, names = FILES[task]
     tokenize = char_tokens if task == "ptb_char" else word_tokens
     text = {s: fetch(dataset, names[s], data_dir).read_text(encoding="utf-8") for s in SPLITS}
@@ -161,6 +162,8 @@ def load_corpus(task: str, data_dir: DataDir = None, max_train_tokens: int | Non
     vocab = sorted(set().union(*tokens.values()), key=lambda t: (-counts[t], t))
     index = {t: i for i, t in enumerate(vocab)}
     tokens["train"] = tokens["train"][:max_train_tokens]
+    for s in ("valid", "test"):
+        tokens[s] = tokens[s][:max_eval_tokens]
     ids = {s: torch.tensor([index[t] for t in tokens[s]]) for s in SPLITS}
     return Corpus(ids, vocab)
 

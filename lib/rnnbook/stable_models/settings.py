@@ -2,7 +2,7 @@
 
 One :class:`TaskConfig` per task and profile (sizes, learning rates, clipping, epochs, schedules),
 and :class:`Settings`, the chapter's resolved parameters: :func:`resolve` checks every parameter
-before any compute and fills in the profile's defaults.
+before any compute and fills in the profile's defaults (the smoke run's toy sizes: :data:`SMOKE`).
 """
 from __future__ import annotations
 
@@ -38,6 +38,8 @@ class TaskConfig:
     schedule: str | None = None  # None, "fork" (÷10 if val > max of last 3), "plateau" (÷4)
     dropout: float = 0.0
     cutoffs: tuple[int, ...] = ()  # adaptive-softmax clusters of the word LM; () = full softmax
+    max_sequences: int | None = None  # JSB, ATIS: the first n sequences of every split (smoke)
+    max_eval_tokens: int | None = None  # language models: valid/test prefixes (smoke)
 
 
 QUICK = {
@@ -56,6 +58,26 @@ FULL = {
                            bptt=100, max_train_tokens=5_000_000, schedule="plateau"),
     "wikitext2": TaskConfig("wikitext2", 650, lr=20.0, clip=0.25, epochs=40, batch=20, emb=650,
                             bptt=35, schedule="plateau", dropout=0.2),
+}
+
+SMOKE = {
+    # The smoke run's toy sizes (issue 24, item 2: `python -m rnnbook run stable_models --profile
+    # full --smoke`, a test of the full profile's code in about half a minute of two CPU cores;
+    # its numbers mean nothing). They replace the full profile's default sizes (explicit parameters
+    # still win) and keep its branches: WikiText-2, schedules and best-validation selection, C9's
+    # and C11's seeds, F4's LM panels, F5 and the contraction estimates on training inputs.
+    "configs": {  # fields replaced in the task's full (ptb_word: quick) TaskConfig
+        "jsb": dict(hidden=8, epochs=2, max_sequences=12),
+        "atis": dict(hidden=8, emb=8, epochs=2, max_sequences=48),
+        # language models: two training and two evaluation chunks (state carried between them)
+        "ptb_char": dict(hidden=8, emb=8, epochs=2, max_train_tokens=6500, max_eval_tokens=2020),
+        **{t: dict(hidden=8, emb=8, epochs=2, max_train_tokens=800, max_eval_tokens=400)
+           for t in ("ptb_word", "wikitext2")}},  # the cost: a softmax over 33,278 words
+    "n_seeds": 2,  # Table 1's seeds and C9's and C11's (standard deviations, medians: two at least)
+    "settings": dict(lm_k=[5, 65], f5_k=[5, 40], f5_epochs=2,  # k below and above the chunk
+                     contraction=(2, 3), e2_contraction=(2, 3)),  # (starts, steps)
+    "theory": dict(c1_count=8, c1_Z=16, c1_lstms=2, c3_instances=2, c4_instances=2, c4_N=40,
+                   c4_N_k=30),  # TheorySettings fields (rnnbook.stable_models.theory)
 }
 
 
@@ -89,10 +111,12 @@ class Settings:
 
 
 def resolve(profile, device, seed, tasks, hidden_size, epochs, max_train_tokens, data_dir,
-            lstm_forget_bias, lstm_constraint, n_seeds) -> Settings:
+            lstm_forget_bias, lstm_constraint, n_seeds, smoke=False) -> Settings:
     """Check every parameter before any compute (raising :class:`rnnbook.ParameterError`, or
-    :class:`rnnbook.data.DataError` naming ``data_dir`` and the file) and fill in the defaults."""
+    :class:`rnnbook.data.DataError` naming ``data_dir`` and the file) and fill in the defaults;
+    ``smoke`` (full profile only): :data:`SMOKE`'s toy sizes, below the explicit parameters."""
     params.choice("profile", profile, params.PROFILES)
+    params.smoke(smoke, profile)
     dev = params.device(device)
     params.integer("seed", seed, lo=0)
     full = profile == "full"
@@ -103,6 +127,8 @@ def resolve(profile, device, seed, tasks, hidden_size, epochs, max_train_tokens,
     if len(set(tasks)) != len(tasks):
         raise params.ParameterError("tasks", tasks, f"distinct names among {list(TASKS)}")
     configs = {t: base.get(t, (QUICK | FULL)[t]) for t in tasks}
+    if smoke:
+        configs = {t: replace(c, **SMOKE["configs"][t]) for t, c in configs.items()}
     if hidden_size is not None:
         h = params.integer("hidden_size", hidden_size, lo=1)
         configs = {t: replace(c, hidden=h, emb=h if c.bptt and c.task != "ptb_char" else c.emb)
@@ -119,23 +145,25 @@ def resolve(profile, device, seed, tasks, hidden_size, epochs, max_train_tokens,
         raise params.ParameterError("data_dir", data_dir, "None or a directory path")
     lstm_forget_bias = params.real("lstm_forget_bias", lstm_forget_bias)
     params.choice("lstm_constraint", lstm_constraint, constraints.LSTM_CONSTRAINTS)
+    c9_min = SMOKE["n_seeds"] if smoke else 3  # C9's and C11's seeds at least; the full default
     if n_seeds is None:
-        n_seeds = 3 if full else 1
+        n_seeds = c9_min if full else 1
     n_seeds = params.integer("n_seeds", n_seeds, lo=1)
     for t in tasks:
         datasets.check_files(t, data_dir)
     wt2 = full and "wikitext2" in tasks  # the full profile's F3 and F5 task (spec §4)
-    return Settings(profile, tasks, configs, data_dir, lstm_forget_bias, lstm_constraint,
-                    list(range(seed, seed + n_seeds)), dev,
-                    f2_k=[1, 2, 4, 8, 16, 32, 64] if full else [2, 8, 32],
-                    c9_seeds=list(range(seed, seed + max(3, n_seeds))),
-                    c9_min_drop=0.5 if full else 0.2, c9_nll=full,
-                    c11_cells=CELLS if full else ("rnn",),
-                    f5_k=[5, 10, 20, 40] if full else [5, 10, 40],
-                    f5_epochs=20 if full else 6,
-                    f5_task="wikitext2" if wt2 else "jsb",
-                    f5_cells=CELLS if wt2 else ("rnn",),
-                    f3_task="wikitext2" if wt2 else "ptb_char",
-                    lm_k=[5, 10, 20, 40, 65] if full else [],
-                    contraction=(20, 1000) if full else (20, 200),
-                    e2_contraction=(20, 1000) if full else (10, 100))
+    S = Settings(profile, tasks, configs, data_dir, lstm_forget_bias, lstm_constraint,
+                 list(range(seed, seed + n_seeds)), dev,
+                 f2_k=[1, 2, 4, 8, 16, 32, 64] if full else [2, 8, 32],
+                 c9_seeds=list(range(seed, seed + max(c9_min, n_seeds))),
+                 c9_min_drop=0.5 if full else 0.2, c9_nll=full,
+                 c11_cells=CELLS if full else ("rnn",),
+                 f5_k=[5, 10, 20, 40] if full else [5, 10, 40],
+                 f5_epochs=20 if full else 6,
+                 f5_task="wikitext2" if wt2 else "jsb",
+                 f5_cells=CELLS if wt2 else ("rnn",),
+                 f3_task="wikitext2" if wt2 else "ptb_char",
+                 lm_k=[5, 10, 20, 40, 65] if full else [],
+                 contraction=(20, 1000) if full else (20, 200),
+                 e2_contraction=(20, 1000) if full else (10, 100))
+    return replace(S, **SMOKE["settings"]) if smoke else S

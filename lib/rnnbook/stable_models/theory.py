@@ -28,6 +28,7 @@ import torch
 from rnnbook import params
 from rnnbook.stable_models.constraints import (GATES, LSTM_U_F_BOUND, LSTM_W_BOUNDS, constrain_lstm,
                                                project_spectral, spectral_norm)
+from rnnbook.stable_models.settings import SMOKE
 
 
 DTYPE = torch.float64
@@ -108,9 +109,12 @@ class TheorySettings:
                                           Schedule(0.2, False), Schedule(0.5, False))
 
 
-def theory_settings(profile: str) -> TheorySettings:
-    """The theory half's settings: quick = 20 instances for C3, full = 200; five for C4 in both."""
+def theory_settings(profile: str, smoke: bool = False) -> TheorySettings:
+    """The theory half's settings: quick = 20 instances for C3, full = 200; five for C4 in both;
+    ``smoke`` (full profile only): the toy sizes of :data:`rnnbook.stable_models.settings.SMOKE`."""
     params.choice("profile", profile, params.PROFILES)
+    if params.smoke(smoke, profile):
+        return TheorySettings(profile, **SMOKE["theory"])
     if profile == "full":
         return TheorySettings(profile, c3_instances=200)
     return TheorySettings(profile)

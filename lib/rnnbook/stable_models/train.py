@@ -147,13 +147,19 @@ class TaskData:
 
 
 def load_task(task: str, S: Settings) -> TaskData:
-    """The data of ``task`` (spec §7), LM training prefix as configured."""
+    """The data of ``task`` (spec §7), LM training prefix as configured; the smoke run's toy sizes
+    (:data:`~rnnbook.stable_models.settings.SMOKE`) also cut every split's sequences (JSB, ATIS)
+    or the LM's valid and test streams."""
+    cfg = S.configs[task]
+    n = cfg.max_sequences
     if task == "jsb":
-        return TaskData(task, datasets.load_jsb(S.data_dir), 88, 88)
+        return TaskData(task, {s: v[:n] for s, v in datasets.load_jsb(S.data_dir).items()}, 88, 88)
     if task == "atis":
         d = datasets.load_atis(S.data_dir)
+        d = replace(d, words={s: v[:n] for s, v in d.words.items()},
+                    tags={s: v[:n] for s, v in d.tags.items()})
         return TaskData(task, d, len(d.word_vocab), len(d.tag_vocab))
-    c = datasets.load_corpus(task, S.data_dir, S.configs[task].max_train_tokens)
+    c = datasets.load_corpus(task, S.data_dir, cfg.max_train_tokens, cfg.max_eval_tokens)
     return TaskData(task, c, len(c.vocab), len(c.vocab))
 
 
