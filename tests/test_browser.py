@@ -80,6 +80,11 @@ CHECK_JS = r"""
     errors: [...main.querySelectorAll('.output.traceback, .output.error, .output.stderr')].map(text),
     traceback: main.innerText.includes('Traceback (most recent call last)'),
     claims_rows: document.querySelectorAll('.claims-table tbody tr').length,
+    claims: [...main.querySelectorAll('.claims-table:not(.rnnbook-full-results) tbody tr')].map(
+      tr => [text(tr.cells[0]), text(tr.cells[tr.cells.length - 1])]),
+    verdict_boxes: [...main.querySelectorAll('.verdict-box')].map(
+      b => [...b.querySelectorAll('.verdict-badge')].map(text)),
+    scorecard: [...main.querySelectorAll('.verdict-summary')].map(text),
     figures: [...main.querySelectorAll('figure')].map(f => ({
       id: f.id, caption: f.querySelector('figcaption') ? text(f.querySelector('figcaption')) : '',
       files: [...f.querySelectorAll('a.rnnbook-figure-file')].map(a => a.getAttribute('href'))})),
@@ -338,6 +343,35 @@ def test_claims_table_on_every_chapter(reports):
     for page, (r, _) in reports.items():
         if page.startswith("chapters/"):
             assert r["claims_rows"] > 0, f"{page}: no claims table"
+
+
+VERDICTS = ("reproduced", "partly", "not reproduced", "inconclusive")
+
+
+def verdict_groups(claims: list[list[str]]) -> dict[str, list[str]]:
+    """The claim ids of a page's claims table under each verdict (cells like "✓ partly")."""
+    groups = {v: [cid for cid, cell in claims if cell.split(" ", 1)[1] == v] for v in VERDICTS}
+    return {v: ids for v, ids in groups.items() if ids}
+
+
+def test_every_chapter_opens_with_its_verdicts(reports):
+    """The verdict box at the top of each chapter says what its claims table says."""
+    for page, (r, _) in reports.items():
+        if page.startswith("chapters/"):
+            groups = verdict_groups(r["claims"])
+            assert r["verdict_boxes"] == [[f"{v} ({len(ids)})" for v, ids in groups.items()]], page
+
+
+def test_preface_scorecard_agrees_with_every_chapter(reports):
+    """The preface's scorecard has one line per chapter, generated from the same claims."""
+    chapters = sorted(p for p in reports if p.startswith("chapters/"))
+    (intro,) = [r for p, (r, _) in reports.items() if p in ("intro.html", "index.html") and r["scorecard"]]
+    assert len(intro["scorecard"]) == len(chapters)
+    for line, page in zip(intro["scorecard"], ("extrapolation", "learning_dynamics", "stable_models",
+                                                "curse_of_memory")):
+        claims = reports[f"chapters/{page}.html"][0]["claims"]
+        badges = " ".join(f"{len(ids)} {v} ({', '.join(ids)})" for v, ids in verdict_groups(claims).items())
+        assert line == f"{len(claims)} checks: {badges}", page
 
 
 def test_figures_have_captions_and_files(reports):

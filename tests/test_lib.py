@@ -1375,3 +1375,21 @@ def test_smoke_runs_are_full_profile_only_and_never_full_results(tmp_path):
     (folder / "run.json").write_text(json.dumps({"smoke": True, "parameters": {"smoke": True}}))
     with pytest.raises(SmokeResults, match="holds a smoke run"):
         full_results_html("demo", [], tmp_path / "full")
+
+
+def test_verdicts_at_a_glance_are_generated_from_the_claims():
+    """The reader's layer (issue 25): the verdict box, the scorecard line and the callout where a
+    claim is checked say what the claims say, grouped by verdict in id order."""
+    items = [claims_mod.Claim("C10", "ten", "§1", 1, "t", "partly", True),
+             claims_mod.Claim("C2", "two <b>", "§2", 1, "t", "reproduced", True),
+             claims_mod.Claim("C1", "one", "§3", 1, "t", "reproduced", True),
+             claims_mod.Claim("E1", "e", "§4", 1, "t", "not reproduced", False)]
+    line = claims_mod.summary_html(items)
+    text = re.sub(r"<[^>]+>", "", line)
+    assert text == "4 checks: 2 reproduced (C1, C2) 1 partly (C10) 1 not reproduced (E1)"
+    box = claims_mod.verdict_box_html(items)
+    assert re.findall(r'verdict-badge verdict-([\w-]+)">([^<]+)<', box) == [
+        ("reproduced", "reproduced (2)"), ("partly", "partly (1)"), ("not-reproduced", "not reproduced (1)")]
+    assert "two &lt;b&gt;" in box and box.index("<b>C1</b>") < box.index("<b>C2</b>")
+    callout = items[3].callout_html()
+    assert "verdict-not-reproduced" in callout and "our check FAILED" in callout

@@ -39,6 +39,21 @@ class Claim:
     def __repr__(self) -> str:  # what a chapter cell shows after recording a claim
         return f"{self.id}: {self.verdict} ({'check passed' if self.passed else 'check FAILED'})"
 
+    def _ipython_display_(self) -> None:
+        """Nothing: :meth:`rnnbook.run.Run.claim` has shown the claim's callout as it recorded it."""
+
+    def callout_html(self) -> str:
+        """The one-line verdict callout where the claim is checked (its badge, then the check)."""
+        check = "our check passed" if self.passed else "our check FAILED"
+        return (f'<div class="claim-callout">{verdict_badge(self.verdict)} <b>{html.escape(self.id)}</b>'
+                f" {html.escape(self.statement)} <span class=\"claim-check\">({check})</span></div>")
+
+
+def verdict_badge(verdict: str, text: str | None = None) -> str:
+    """A coloured badge of a verdict (all chapters' claims tables, verdict boxes and scorecard)."""
+    css = verdict.replace(" ", "-")
+    return f'<span class="verdict-badge verdict-{css}">{html.escape(text or verdict)}</span>'
+
 
 def to_json(value: Any) -> Any:
     """Plain JSON for numbers, arrays and containers; non-finite floats become "inf"/"-inf"/"nan"."""
@@ -99,6 +114,33 @@ class Claims:
             rows.append(f'<tr class="claim-{"pass" if c.passed else "fail"}">{tds}</tr>')
         return (f'<div class="claims-table"><table><thead><tr>{head}</tr></thead>'
                 f'<tbody>{"".join(rows)}</tbody></table></div>')
+
+
+def by_verdict(items: list[Claim]) -> dict[str, list[Claim]]:
+    """The claims under each verdict of :data:`VERDICTS` (in id order), empty verdicts left out."""
+    ordered = sorted(items, key=id_order)
+    return {v: [c for c in ordered if c.verdict == v] for v in VERDICTS
+            if any(c.verdict == v for c in ordered)}
+
+
+def summary_html(items: list[Claim]) -> str:
+    """One line for the preface's scorecard: how many checks, and a badge per verdict with its
+    count and claim ids."""
+    groups = by_verdict(items)
+    badges = " ".join(verdict_badge(v, f"{len(cs)} {v}") + f' <span class="claim-ids">'
+                      f'({", ".join(html.escape(c.id) for c in cs)})</span>' for v, cs in groups.items())
+    return f'<span class="verdict-summary">{len(items)} checks: {badges}</span>'
+
+
+def verdict_box_html(items: list[Claim]) -> str:
+    """The verdict box at the top of a chapter: per verdict, its claims (id and statement)."""
+    rows = []
+    for v, cs in by_verdict(items).items():
+        lines = "".join(f"<li><b>{html.escape(c.id)}</b> {html.escape(c.statement)}</li>" for c in cs)
+        rows.append(f"<dt>{verdict_badge(v, f'{v} ({len(cs)})')}</dt><dd><ul>{lines}</ul></dd>")
+    return ('<div class="verdict-box"><p class="verdict-box-title">Verdict of this page: '
+            f'{len(items)} claims checked (details in the claims table at the end)</p>'
+            f'<dl>{"".join(rows)}</dl></div>')
 
 
 def id_order(claim: Claim) -> tuple:

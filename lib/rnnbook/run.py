@@ -21,7 +21,7 @@ from tqdm.std import tqdm
 
 from rnnbook import params
 from rnnbook.cache import Cache
-from rnnbook.claims import Claim, Claims
+from rnnbook.claims import Claim, Claims, summary_html, verdict_box_html
 from rnnbook.display import full_figures_myst, full_results_html
 from rnnbook.figures import provenance, save_figure, use_style
 from rnnbook.paths import code_version, default_results_dir, quiet, results_version
@@ -50,8 +50,14 @@ class Run:
 
     def claim(self, id: str, statement: str, source: str, value: Any, tolerance: str,
               passed: bool, verdict: str | None = None) -> Claim:
-        """Record a checked claim (see :class:`rnnbook.claims.Claims`)."""
-        return self.claims.add(id, statement, source, value, tolerance, passed, verdict)
+        """Record a checked claim (see :class:`rnnbook.claims.Claims`) and show its one-line
+        verdict callout where it is checked (in a notebook)."""
+        from IPython import get_ipython
+        from IPython.display import HTML, display
+        c = self.claims.add(id, statement, source, value, tolerance, passed, verdict)
+        if get_ipython() is not None:
+            display(HTML(c.callout_html()))
+        return c
 
     def save_figure(self, fig, name: str, caption: str) -> None:
         """Export ``fig`` to ``figures/<name>.{png,svg}`` and show it labelled
@@ -70,8 +76,13 @@ class Run:
 
     def show_claims(self) -> None:
         """Show the claims table (the chapter's last cell), and beside it the committed
-        full-profile results of the chapter when this is a quick run."""
+        full-profile results of the chapter when this is a quick run. Glues the chapter's verdict
+        box (``verdict_box``, shown at the top of its page) and its one-line summary
+        (``verdict_summary``, in the preface's scorecard)."""
         from IPython.display import HTML, Markdown, display
+        from myst_nb import glue
+        glue("verdict_box", HTML(verdict_box_html(self.claims.items)), display=False)
+        glue("verdict_summary", HTML(summary_html(self.claims.items)), display=False)
         display(HTML(self.claims.table_html()))
         if self.profile == "quick":
             display(HTML(full_results_html(self.chapter, self.claims.items)))
