@@ -1393,3 +1393,10 @@ def test_verdicts_at_a_glance_are_generated_from_the_claims():
     assert "two &lt;b&gt;" in box and box.index("<b>C1</b>") < box.index("<b>C2</b>")
     callout = items[3].callout_html()
     assert "verdict-not-reproduced" in callout and "our check FAILED" in callout
+
+
+def test_show_code_is_a_collapsed_listing_named_after_its_functions():
+    from rnnbook.display import code_markdown
+    md = code_markdown(params.choice, params.integer)
+    assert md.startswith(":::::{dropdown} The code: `choice`, `integer` (`rnnbook.params`, ")
+    assert "````python\ndef choice(" in md and md.rstrip().endswith(":::::")

@@ -14,11 +14,19 @@ from rnnbook.paths import FULL_RESULTS_DIR, SURVEY_DIR
 
 
 def show_code(*objects: Any) -> None:
-    """Show the library source of functions or classes next to the equation they implement."""
+    """Show the library source of functions or classes next to the equation they implement, in
+    a collapsed dropdown titled with their names and where they live (all chapters)."""
     from IPython.display import Markdown, display
+    display(Markdown(code_markdown(*objects)))
 
+
+def code_markdown(*objects: Any) -> str:
+    """The MyST of :func:`show_code`: a dropdown (sphinx-design) holding the source listing."""
     src = "\n\n".join(inspect.getsource(o).rstrip() for o in objects)
-    display(Markdown(f"````python\n{src}\n````\n"))
+    names = ", ".join(f"`{o.__qualname__}`" for o in objects)
+    lines = src.count("\n") + 1
+    return (f":::::{{dropdown}} The code: {names} (`{objects[0].__module__}`, {lines} lines)\n"
+            f"````python\n{src}\n````\n:::::\n")
 
 
 class Table:
