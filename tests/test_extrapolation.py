@@ -258,3 +258,17 @@ def test_survey_margins_of_the_committed_survey():
         assert float(above) <= 0.05 and (below == "—" or float(below) >= 0.1)
         assert float(r["C3 (≤ 1)"]) <= 1 and float(r["C5 (≥ 1.5)"]) >= 1.5
         assert max(map(float, r["C8 (≤ 0.6 | ≤ 0.6)"].split(" | "))) <= 0.6
+
+
+def test_a_horizon_shorter_than_the_longest_k_is_refused_and_short_full_runs_keep_a_checkpoint():
+    """Bad input, clear error: eps_q's horizon q must cover every training length (here k up to
+    2 d_hat + 3 = 7 and E3's 1..7); a full run with -p steps below F4's spacing still records its
+    last step."""
+    kw = dict(profile="quick", d=20, d_hat=[1, 2], k_values=None, teacher_eigs=None,
+              teacher_weights=None, init_scale=1e-2, lr=1e-2, steps=None, n_seeds=None,
+              gru_hidden=None, gru_steps=None)
+    with pytest.raises(ParameterError, match="'horizon_q'.*>= 7"):
+        experiments.resolve(horizon_q=6, **kw)
+    assert experiments.resolve(horizon_q=7, **kw).horizon_q == 7
+    assert experiments.checkpoint_steps(500, "full") == (500,)
+    assert experiments.checkpoint_steps(40_000, "full") == (20_000, 40_000)

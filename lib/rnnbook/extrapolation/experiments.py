@@ -134,7 +134,7 @@ def resolve(profile: str, d, d_hat, k_values, teacher_eigs, teacher_weights, ini
         n_seeds=params.integer("n_seeds", n_seeds if n_seeds is not None else size("n_seeds", 3, 5), lo=1),
         init_scale=init_scale, lr=lr, steps=steps,
         horizon_q=params.integer("horizon_q", horizon_q if horizon_q is not None
-                                 else size("horizon_q", 60, 100), lo=2),
+                                 else size("horizon_q", 60, 100), lo=max_k(teachers)),
         gate=pick(1e-6, 1e-8), tol=pick(0.05, 0.01),
         scales=pick((1e-1, 1e-2, 1e-3), (1e-1, 1e-2, 1e-3, 1e-4)),
         gru_hidden=params.integer("gru_hidden", gru_hidden if gru_hidden is not None
@@ -145,6 +145,12 @@ def resolve(profile: str, d, d_hat, k_values, teacher_eigs, teacher_weights, ini
         gru_ks=size("gru_ks", [2, 6, 10], list(range(1, 13))),
         gru_seeds=toy.get("gru_seeds", 16),  # C8: 16 students per k
         chunk_size=pick(None, 64), step_scale=toy.get("step_scale", 1.0))
+
+
+def max_k(teachers: dict) -> int:
+    """The longest training length of the sweep (the teachers' k values and E3's 1..7): the
+    horizon q of eps_q must cover it."""
+    return max(7, *(max(ks) for _, _, ks in teachers.values()))
 
 
 def _teacher(i: int, dh: int, eigs, weights, k_values) -> tuple[tuple[float, ...], tuple[float, ...], list[int]]:
@@ -236,7 +242,7 @@ def checkpoint_steps(steps: int, profile: str, scale: float = 1.0) -> tuple[int,
     steps (full; the smoke run's ``scale`` shrinks it with its step budgets, :data:`SMOKE`)."""
     if profile == "full":
         every = max(1, round(20_000 * scale))
-        return tuple(range(every, steps + 1, every))
+        return tuple(range(every, steps + 1, every)) or (steps,)  # a short -p steps: its last
     grid = [m * 10 ** e for e in range(3, 8) for m in (1, 3)]
     return tuple(t for t in grid if t < steps) + (steps,)
 
