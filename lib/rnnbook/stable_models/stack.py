@@ -176,8 +176,8 @@ class Stack(nn.Module):
         :math:`\\|W\\|_2 \\le 1` (left as it is where already feasible), the LSTM's row or column
         bounds (:mod:`~rnnbook.stable_models.constraints`). Returns each member's largest LSTM
         row sum over its bound (0 for the others)."""
-        c1 = torch.zeros(self.M)
         W, U = self.p("rnn.weight_hh_l0"), self.p("rnn.weight_ih_l0")
+        c1 = torch.zeros(self.M, device=W.device)  # on the device: no host sync every step
         with torch.no_grad():
             for mode in {m.constraint for m in self.members} - {None}:
                 j = torch.tensor([i for i, m in enumerate(self.members) if m.constraint == mode])
@@ -185,7 +185,7 @@ class Stack(nn.Module):
                     W[j] = constraints.project_spectral_feasible(W[j])
                     continue
                 W[j], U[j] = constraints.constrain_lstm(W[j], U[j], mode)
-                c1[j] = constraints.lstm_row_ratios(W[j], U[j]).cpu()
+                c1[j] = constraints.lstm_row_ratios(W[j], U[j])
         return c1
 
     def W_hh_norms(self) -> torch.Tensor:
@@ -340,7 +340,7 @@ def train_stack(task: str, stack: Stack, data, snapshots: bool = False, log_ever
     lower = task != "atis"
     scheds = [Schedule(cfg.schedule, cfg.lr, lower) for _ in range(M)]
     lr = torch.full((M,), cfg.lr, device=next(stack.parameters()).device)
-    c1, norms = torch.zeros(M), [[] for _ in range(M)]
+    c1, norms = torch.zeros(M, device=lr.device), [[] for _ in range(M)]
     snaps = [[s] for s in stack.flat_weights(lm).numpy()] if snapshots else [[] for _ in range(M)]
     active = [True] * M
     if lm:
