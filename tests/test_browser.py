@@ -81,7 +81,11 @@ CHECK_JS = r"""
     traceback: main.innerText.includes('Traceback (most recent call last)'),
     claims_rows: document.querySelectorAll('.claims-table tbody tr').length,
     claims: [...main.querySelectorAll('.claims-table:not(.rnnbook-full-results) tbody tr')].map(
-      tr => [text(tr.cells[0]), text(tr.cells[tr.cells.length - 1])]),
+      tr => [text(tr.cells[0]), text(tr.cells[tr.cells.length - 1].querySelector('.verdict-badge'))]),
+    long_cells: [...main.querySelectorAll('.claims-table td')].map(td => {
+      const c = td.cloneNode(true); c.querySelectorAll('details').forEach(d => d.remove());
+      return c.textContent.trim().replace(/\s+/g, ' ');
+    }).filter(t => t.length > 160).map(t => t.slice(0, 80)),
     verdict_boxes: [...main.querySelectorAll('.verdict-box')].map(
       b => [...b.querySelectorAll('.verdict-badge')].map(text)),
     scorecard: [...main.querySelectorAll('.verdict-summary')].map(text),
@@ -349,8 +353,8 @@ VERDICTS = ("reproduced", "partly", "not reproduced", "inconclusive")
 
 
 def verdict_groups(claims: list[list[str]]) -> dict[str, list[str]]:
-    """The claim ids of a page's claims table under each verdict (cells like "✓ partly")."""
-    groups = {v: [cid for cid, cell in claims if cell.split(" ", 1)[1] == v] for v in VERDICTS}
+    """The claim ids of a page's claims table under each verdict (the badge of its last cell)."""
+    groups = {v: [cid for cid, badge in claims if badge == v] for v in VERDICTS}
     return {v: ids for v, ids in groups.items() if ids}
 
 
@@ -360,6 +364,13 @@ def test_every_chapter_opens_with_its_verdicts(reports):
         if page.startswith("chapters/"):
             groups = verdict_groups(r["claims"])
             assert r["verdict_boxes"] == [[f"{v} ({len(ids)})" for v, ids in groups.items()]], page
+
+
+def test_claims_tables_show_short_cells(reports):
+    """A claims-table cell shows at most a headline; a long record sits in a collapsed
+    <details> (statements and tolerances may take two or three lines)."""
+    for page, (r, _) in reports.items():
+        assert not r["long_cells"], f"{page}: long claims-table cells: {r['long_cells'][:3]}"
 
 
 def test_preface_scorecard_agrees_with_every_chapter(reports):

@@ -333,13 +333,16 @@ def test_claims_load_round_trip_and_table(run):
     assert all(isinstance(c, claims_mod.Claim) for c in loaded)
     html = run.claims.table_html()
     for c in loaded:
-        assert f"<td>{c.id}</td>" in html
+        assert f'<td><a href="#claim-{c.id}">{c.id}</a></td>' in html  # to the claim's callout
     for h in claims_mod.TABLE_HEAD:
         assert f"<th>{h}</th>" in html
-    assert '<span class="claim-source">Thm. 1</span>' in html and "✗ " in html
+    assert '<span class="claim-source">Thm. 1</span>' in html and "our check ✗ FAILED" in html
+    assert 'verdict-badge verdict-partly">partly<' in html and "3 checks:" in html  # summary row
     assert "<script>" not in html and "&lt;script&gt;" in html  # escaped
     assert html.count('class="claim-pass"') == 2 and html.count('class="claim-fail"') == 1
     assert "x: 0.333<br>n: 4" in html  # 3 significant digits, one entry per line
+    long = claims_mod.value_html({f"key{i}": 1.0 / 3 for i in range(20)})
+    assert long.startswith("<details><summary>key0: 0.333, key1: 0.333") and "key19: 0.333" in long
 
 
 def test_format_value():
@@ -1145,8 +1148,10 @@ def test_full_results_beside_quick(tmp_path):
     assert ("Full-profile results with d = [20, 50], made 2026-12-01 on 2 CPU cores, cpu in 10 min "
             "in its last process, resumed from 651 cached results, commit abc"
             in rnnbook.display.full_results_html("demo", quick, tmp_path))
-    assert "<td>C1</td><td>0.123</td><td>reproduced</td><td>0.5</td><td>not reproduced</td><td>✗</td>" in text
-    assert "<td>C2</td><td>2</td><td>partly</td><td></td><td></td><td></td>" in text
+    badge = claims_mod.verdict_badge
+    assert (f"<td>C1</td><td>0.123</td><td>{badge('reproduced')}</td><td>0.5</td>"
+            f"<td>{badge('not reproduced')}</td><td>✗</td>") in text
+    assert f"<td>C2</td><td>2</td><td>{badge('partly')}</td><td></td><td></td><td></td>" in text
     later = [claims_mod.Claim(i, "s", "src", 1, "t", "reproduced", True) for i in ("C11", "C10")]
     text = rnnbook.display.full_results_html("demo", later, tmp_path)  # recorded C11 first
     assert text.index("<td>C1</td>") < text.index("<td>C10</td>") < text.index("<td>C11</td>")

@@ -45,7 +45,8 @@ class Claim:
     def callout_html(self) -> str:
         """The one-line verdict callout where the claim is checked (its badge, then the check)."""
         check = "our check passed" if self.passed else "our check FAILED"
-        return (f'<div class="claim-callout">{verdict_badge(self.verdict)} <b>{html.escape(self.id)}</b>'
+        return (f'<div class="claim-callout" id="claim-{html.escape(self.id)}">'
+                f'{verdict_badge(self.verdict)} <b>{html.escape(self.id)}</b>'
                 f" {html.escape(self.statement)} <span class=\"claim-check\">({check})</span></div>")
 
 
@@ -107,13 +108,17 @@ class Claims:
         head = "".join(f"<th>{h}</th>" for h in TABLE_HEAD)
         rows = []
         for c in sorted(self.items, key=id_order):
+            cid = html.escape(c.id)
             claim = f'{html.escape(c.statement)}<br><span class="claim-source">{html.escape(c.source)}</span>'
-            verdict = f'{"✓" if c.passed else "✗"} {html.escape(c.verdict)}'
-            cells = [html.escape(c.id), claim, value_html(c.value), html.escape(c.tolerance), verdict]
+            verdict = (f'{verdict_badge(c.verdict)}<br><span class="claim-check">our check '
+                       f'{"✓" if c.passed else "✗ FAILED"}</span>')
+            cells = [f'<a href="#claim-{cid}">{cid}</a>', claim, value_html(c.value),
+                     html.escape(c.tolerance), verdict]
             tds = "".join(f"<td>{x}</td>" for x in cells)
             rows.append(f'<tr class="claim-{"pass" if c.passed else "fail"}">{tds}</tr>')
+        foot = f'<tfoot><tr><td colspan="{len(TABLE_HEAD)}">{summary_html(self.items)}</td></tr></tfoot>'
         return (f'<div class="claims-table"><table><thead><tr>{head}</tr></thead>'
-                f'<tbody>{"".join(rows)}</tbody></table></div>')
+                f'<tbody>{"".join(rows)}</tbody>{foot}</table></div>')
 
 
 def by_verdict(items: list[Claim]) -> dict[str, list[Claim]]:
@@ -187,11 +192,21 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
+LONG = 120  # visible characters of a value cell; a longer record is collapsed under its start
+
+
 def value_html(value: Any) -> str:
-    """A measured value for the claims table: a dict one entry per line, escaped."""
+    """A measured value for the claims tables: a dict one entry per line, escaped; a record
+    longer than :data:`LONG` characters collapsed (``<details>``) under its first entries."""
     if isinstance(value, dict):
-        return "<br>".join(html.escape(f"{k}: {format_value(v)}") for k, v in value.items())
-    return html.escape(format_value(value))
+        lines = [html.escape(f"{k}: {format_value(v)}") for k, v in value.items()]
+    else:
+        lines = [html.escape(format_value(value))]
+    full = "<br>".join(lines)
+    if len(format_value(value)) <= LONG:
+        return full
+    head = html.escape(format_value(value)[:LONG - 20].rsplit(" ", 1)[0]) + " …"
+    return f"<details><summary>{head}</summary>{full}</details>"
 
 
 def spearman(x: Any, y: Any) -> float:

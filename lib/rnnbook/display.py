@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rnnbook.claims import Claim, format_value, id_order
+from rnnbook.claims import Claim, format_value, id_order, value_html, verdict_badge
 from rnnbook.paths import FULL_RESULTS_DIR, SURVEY_DIR
 
 
@@ -107,10 +107,10 @@ def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULT
     by_id = {c.id: c for c in quick}
     for cid in (c.id for c in sorted({**full, **by_id}.values(), key=id_order)):  # as the quick table
         q, f = by_id.get(cid), full.get(cid)
-        cells = [cid, format_value(q.value) if q else "", q.verdict if q else "",
-                 format_value(f.value) if f else "", f.verdict if f else "",
-                 ("✓" if f.passed else "✗") if f else ""]
-        rows.append("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in cells) + "</tr>")
+        cells = [html.escape(cid), value_html(q.value) if q else "",
+                 verdict_badge(q.verdict) if q else "", value_html(f.value) if f else "",
+                 verdict_badge(f.verdict) if f else "", ("✓" if f.passed else "✗") if f else ""]
+        rows.append("<tr>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
     return (f'<div class="claims-table rnnbook-full-results"><p><strong>{html.escape(label)}'
             f'</strong></p><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}'
             "</tbody></table></div>")
