@@ -109,11 +109,12 @@ class Claims:
         rows = []
         for c in sorted(self.items, key=id_order):
             cid = html.escape(c.id)
-            claim = f'{html.escape(c.statement)}<br><span class="claim-source">{html.escape(c.source)}</span>'
+            claim = (f'{collapsed(c.statement, 110)}<br>'
+                     f'<span class="claim-source">{collapsed(c.source, 40)}</span>')
             verdict = (f'{verdict_badge(c.verdict)}<br><span class="claim-check">our check '
                        f'{"✓" if c.passed else "✗ FAILED"}</span>')
             cells = [f'<a href="#claim-{cid}">{cid}</a>', claim, value_html(c.value),
-                     html.escape(c.tolerance), verdict]
+                     collapsed(c.tolerance), verdict]
             tds = "".join(f"<td>{x}</td>" for x in cells)
             rows.append(f'<tr class="claim-{"pass" if c.passed else "fail"}">{tds}</tr>')
         foot = f'<tfoot><tr><td colspan="{len(TABLE_HEAD)}">{summary_html(self.items)}</td></tr></tfoot>'
@@ -202,10 +203,16 @@ def value_html(value: Any) -> str:
         lines = [html.escape(f"{k}: {format_value(v)}") for k, v in value.items()]
     else:
         lines = [html.escape(format_value(value))]
-    full = "<br>".join(lines)
-    if len(format_value(value)) <= LONG:
+    return collapsed(format_value(value), LONG, "<br>".join(lines))
+
+
+def collapsed(text: str, limit: int = LONG, full: str | None = None) -> str:
+    """``text`` escaped (or its HTML ``full``), collapsed under its first words (``<details>``)
+    when it is longer than ``limit`` characters (all chapters' claims tables)."""
+    full = html.escape(text) if full is None else full
+    if len(text) <= limit:
         return full
-    head = html.escape(format_value(value)[:LONG - 20].rsplit(" ", 1)[0]) + " …"
+    head = html.escape(text[:limit - 10].rsplit(" ", 1)[0]) + " …"
     return f"<details><summary>{head}</summary>{full}</details>"
 
 
