@@ -206,3 +206,18 @@ def test_stable_models_stacks_train_as_jobs_into_the_inline_entries(tmp_path, ex
         assert a.keys() == b.keys()
         differ = [k for k in a if not np.array_equal(a[k], b[k])]
         assert set(differ) <= {"cpu_s", "wall_s"}, differ
+
+
+def test_local_processes_are_pinned_one_per_gpu(monkeypatch, tmp_path):
+    """`local:N` on a machine with GPUs: process i sees only GPU i (modulo their number), by the
+    ids CUDA_VISIBLE_DEVICES gives them; without GPUs they see none."""
+    import torch
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    executors = engine._local_executors(engine.parse("local:3"), tmp_path)
+    assert [e.parameters["visible_gpus"] for e in executors] == [(2,), (3,), (2,)]
+    assert all(e.parameters["gpus_per_node"] == 1 for e in executors)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    (e,) = engine._local_executors(engine.parse("local:1"), tmp_path)
+    assert e.parameters["gpus_per_node"] == 0 and e.parameters["visible_gpus"] == ()
+    assert "export OMP_NUM_THREADS=" in " ".join(e.parameters["setup"])

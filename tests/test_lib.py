@@ -962,6 +962,7 @@ def test_atomic_write(tmp_path):
     assert p.read_bytes() == b"de"
     assert sorted(x.name for x in p.parent.iterdir()) == ["f.bin"]
     assert hashlib.sha256(p.read_bytes()).hexdigest() == hashlib.sha256(b"de").hexdigest()
+    assert p.stat().st_mode & 0o777 == 0o644  # readable by anyone (figures.json, results)
 
 
 # ------------------------------------------------------------------- reuse of test executions

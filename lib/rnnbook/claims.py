@@ -227,10 +227,13 @@ def spearman(x: Any, y: Any) -> float:
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that a reader never sees a half-written file."""
+    """Write ``data`` to ``path`` so that a reader never sees a half-written file; the file is
+    readable by anyone (0644: results, claims and figures are shared, e.g. on a cluster's
+    filesystem, where mkstemp's 0600 would hide them from other users)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o644)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)

@@ -97,7 +97,7 @@ def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULT
     if record.get("cached_at_start"):  # resumed: the time is the last process's only
         minutes = (f"{minutes} in its last process, resumed from {record['cached_at_start']} "
                    "cached results")
-    label = (f"Full-profile results"
+    label = ("Full-profile results"
              + (" with " + ", ".join(f"{k} = {v}" for k, v in given.items()) if given else "")
              + f", made {record.get('finished', '?')[:10]} on {where or '?'} in {minutes}, "
              f"commit {record.get('commit', '?')}")
