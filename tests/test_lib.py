@@ -1099,23 +1099,23 @@ def test_book_figures_link_their_files(tmp_path):
                            str(tmp_path / "html")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     folder = tmp_path / "html" / "_figures" / "demo"
-    assert (folder / "F1.png").read_bytes() == out["png"].read_bytes()
-    assert (folder / "F1.svg").read_bytes() == out["svg"].read_bytes()
+    assert (folder / "demo-F1.png").read_bytes() == out["png"].read_bytes()  # self-named files
+    assert (folder / "demo-F1.svg").read_bytes() == out["svg"].read_bytes()
     page = (tmp_path / "html" / "chapters" / "demo.html").read_text()
-    assert 'src="../_figures/demo/F1.png"' in page
+    assert 'src="../_figures/demo/demo-F1.png"' in page
     assert re.findall(r'class="rnnbook-figure-file reference external" href="([^"]+)"', page) == \
-        ["../_figures/demo/F1.png", "../_figures/demo/F1.svg"]
+        ["../_figures/demo/demo-F1.png", "../_figures/demo/demo-F1.svg"]
     assert "base64" not in page  # the page loads the file, it does not carry the image
     (entry,) = json.loads((folder / "figures.json").read_text())
     assert entry["name"] == "F1" and entry["chapter"] == "demo" and entry["caption"] == "A caption."
     assert entry["profile"] == "quick" and entry["seed"] == 3 and entry["commit"] and entry["date"]
-    assert entry["files"] == ["F1.png", "F1.svg"] and entry["label"] == "fig-demo-F1"
+    assert entry["files"] == ["demo-F1.png", "demo-F1.svg"] and entry["label"] == "fig-demo-F1"
     assert "paper" in entry
 
     exported = execute.export_figures(tmp_path / "html", tmp_path / "export")
     assert [e["name"] for e in exported] == ["F1"]
     assert sorted(p.name for p in (tmp_path / "export" / "demo").iterdir()) == \
-        ["F1.png", "F1.svg", "figures.json"]
+        ["demo-F1.png", "demo-F1.svg", "figures.json"]
 
 
 # ------------------------------------------------------------------ full-profile results, records

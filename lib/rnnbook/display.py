@@ -145,7 +145,7 @@ def full_figures_myst(chapter: str, root: Path = FULL_RESULTS_DIR) -> str:
     """The committed full-profile figures of ``chapter`` (``<root>/<chapter>/figures/`` with their
     captions in its ``figures.json``) as MyST figures labelled ``fig-<chapter>-<name>-full``, for a
     quick page to show after :func:`full_results_html`. Each is stored with the full run's
-    provenance (``run.json``), so the book links it to its files as ``<name>-full.{png,svg}``.
+    provenance (``run.json``), so the book links it to its files as ``<chapter>-<name>-full.{png,svg}``.
     Empty without a finished full run."""
     from rnnbook.figures import figure_myst, label, store
 

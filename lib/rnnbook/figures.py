@@ -166,8 +166,9 @@ def paper_of(source: str, bib: str) -> str:
 
 def _link_figures(app, doctree, docname: str) -> None:
     """Sphinx ``doctree-resolved``: copy each stored figure of ``docname`` to
-    ``_figures/<chapter>/<name>.{png,svg}`` in the HTML build, show the image from that file, link
-    both files under the caption, and write ``_figures/<chapter>/figures.json``."""
+    ``_figures/<chapter>/<chapter>-<name>.{png,svg}`` in the HTML build (self-describing names),
+    show the image from that file, link both files under the caption, and write
+    ``_figures/<chapter>/figures.json``."""
     from docutils import nodes
     from sphinx.util import logging
 
@@ -195,10 +196,10 @@ def _link_figures(app, doctree, docname: str) -> None:
         if not entries:
             shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True, exist_ok=True)
-        urls = {}
+        urls, stem = {}, f"{chapter}-{name}"  # a downloaded file says where it comes from
         for fmt in ("png", "svg"):
-            shutil.copyfile(root / f"{key}.{fmt}", out / f"{name}.{fmt}")
-            urls[fmt] = posixpath.relpath(f"{FIGURES_URL}/{chapter}/{name}.{fmt}", here or ".")
+            shutil.copyfile(root / f"{key}.{fmt}", out / f"{stem}.{fmt}")
+            urls[fmt] = posixpath.relpath(f"{FIGURES_URL}/{chapter}/{stem}.{fmt}", here or ".")
         for image in fig.findall(nodes.image):
             image["uri"] = urls["png"]
         links = nodes.paragraph(classes=["rnnbook-figure-files"])
@@ -220,7 +221,7 @@ def _link_figures(app, doctree, docname: str) -> None:
             fig += legend
         legend += links
         entries.append({**record, "paper": paper, "label": label(chapter, name),
-                        "files": [f"{name}.png", f"{name}.svg"]})
+                        "files": [f"{stem}.png", f"{stem}.svg"]})
     if entries:
         atomic_write(Path(app.outdir) / FIGURES_URL / entries[0]["chapter"] / "figures.json",
                      json.dumps(entries, indent=2).encode())
