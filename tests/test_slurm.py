@@ -93,17 +93,21 @@ def slurm():
             dead = [p.args[0] for p in started if p.poll() is not None]
             if dead:
                 pytest.skip(f"{', '.join(dead)} stopped at start: {(d / 'daemons.log').read_text()[-500:]}")
-            state = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True,
-                                   text=True).stdout.strip()
+            try:
+                state = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True,
+                                       text=True, timeout=20).stdout.strip()
+            except subprocess.TimeoutExpired:
+                state = "no answer"
         if state != "idle":
             pytest.skip(f"the node did not become idle within 60 s (sinfo: {state!r})")
         yield conf
     finally:
         if len(started) == 3:  # let the cluster's jobs end (a step outlives its result file)
-            subprocess.run(["scancel", "--full", f"--user={os.getuid()}"], capture_output=True)
+            subprocess.run(["scancel", "--full", f"--user={os.getuid()}"], capture_output=True,
+                           timeout=20)
             deadline = time.time() + 30
             while time.time() < deadline and subprocess.run(
-                    ["squeue", "-h"], capture_output=True, text=True).stdout.strip():
+                    ["squeue", "-h"], capture_output=True, text=True, timeout=20).stdout.strip():
                 time.sleep(0.5)
         for p in reversed(started):  # only the daemons this fixture started, by their pids
             p.terminate()
