@@ -202,8 +202,9 @@ class Jobs:
         self.running[i] = ex.submit(_job, self.fn, left, self.executor.threads)
 
     def wait(self, progress: Callable | None = None) -> None:
-        """Poll the jobs, showing one bar over the items; resubmit a failed job up to
-        ``retries`` times, then raise :class:`JobFailed` with its id, log and error tail."""
+        """Poll the jobs, showing one bar over the items (its own: ``progress`` is accepted so that
+        a caller of the stable-models ``Workers.wait`` can wait on jobs alike); resubmit a failed
+        job up to ``retries`` times, then raise :class:`JobFailed` with its id, log and error tail."""
         from tqdm.std import tqdm
         bar = tqdm(total=len(self.items), desc=self.label, disable=quiet(), dynamic_ncols=True)
         try:
@@ -218,7 +219,7 @@ class Jobs:
             missing = [it for it in self.items if not self.done(it)]
             if missing:
                 raise JobFailed(f"{self.label}: every job ended but {len(missing)} of "
-                                f"{len(self.items)} items have no results (jobs in {self.folder.parent})")
+                                f"{len(self.items)} items have no results (job logs in {self.folder})")
             bar.n = len(self.items)
             bar.refresh()
         finally:
