@@ -1080,10 +1080,12 @@ def test_paper_of():
 
 def test_book_figures_link_their_files(tmp_path):
     """A small Sphinx build with the extension: the figure shows its PNG from the build's
-    _figures/<chapter>/ folder and links PNG and SVG there; figures.json lists it with provenance."""
-    record = {"chapter": "demo", "name": "F1", "caption": "A caption.",
+    _figures/<chapter>/ folder and links PNG and SVG there; figures.json lists it with provenance,
+    its chapter-scoped number, its caption as plain text, the paper's figures it names and its URL."""
+    caption = "A caption, as {numref}`fig-demo-F1` (the paper's Fig. 3A)."
+    record = {"chapter": "demo", "name": "F1", "caption": caption,
               **figures.provenance("quick", 3, "cpu")}
-    out = figures.save_figure(_figure((2, 1.5)), "F1", "A caption.", tmp_path / "figures", "demo",
+    out = figures.save_figure(_figure((2, 1.5)), "F1", caption, tmp_path / "figures", "demo",
                               show=False)
     key = figures.store(out, record)
     src = tmp_path / "src"
@@ -1092,9 +1094,9 @@ def test_book_figures_link_their_files(tmp_path):
         "import rnnbook.paths\n"
         f"rnnbook.paths.FIGURE_STORE = rnnbook.paths.Path({str(paths.FIGURE_STORE)!r})\n"
         "extensions = ['myst_parser', 'rnnbook.figures']\nnumfig = True\n")
-    (src / "index.md").write_text("# Book\n\n```{toctree}\nchapters/demo\n```\n")
+    (src / "index.md").write_text("# Book\n\n```{toctree}\n:numbered:\nchapters/demo\n```\n")
     (src / "chapters" / "demo.md").write_text(
-        "# Demo\n\n" + figures.figure_myst(out["png"], "fig-demo-F1", "A caption.", key))
+        "# Demo\n\n" + figures.figure_myst(out["png"], "fig-demo-F1", caption, key))
     proc = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-W", "-q", str(src),
                            str(tmp_path / "html")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
@@ -1107,10 +1109,12 @@ def test_book_figures_link_their_files(tmp_path):
         ["../_figures/demo/demo-F1.png", "../_figures/demo/demo-F1.svg"]
     assert "base64" not in page  # the page loads the file, it does not carry the image
     (entry,) = json.loads((folder / "figures.json").read_text())
-    assert entry["name"] == "F1" and entry["chapter"] == "demo" and entry["caption"] == "A caption."
+    assert entry["name"] == "F1" and entry["chapter"] == "demo" and entry["caption"] == caption
     assert entry["profile"] == "quick" and entry["seed"] == 3 and entry["commit"] and entry["date"]
     assert entry["files"] == ["demo-F1.png", "demo-F1.svg"] and entry["label"] == "fig-demo-F1"
-    assert "paper" in entry
+    assert "paper" in entry and entry["number"] == "1.1" and entry["redoes"] == ["Fig. 3A"]
+    assert entry["caption_text"] == "A caption, as Fig. 1.1 (the paper’s Fig. 3A)."  # smart quotes
+    assert entry["url"] == "chapters/demo.html#fig-demo-F1"
 
     exported = execute.export_figures(tmp_path / "html", tmp_path / "export")
     assert [e["name"] for e in exported] == ["F1"]

@@ -221,10 +221,35 @@ def _link_figures(app, doctree, docname: str) -> None:
             fig += legend
         legend += links
         entries.append({**record, "paper": paper, "label": label(chapter, name),
+                        "number": figure_number(app.env, docname, fig),
+                        "caption_text": caption_text(fig), "redoes": papers_figures(record["caption"]),
+                        "url": f"{app.builder.get_target_uri(docname)}#{label(chapter, name)}",
                         "files": [f"{stem}.png", f"{stem}.svg"]})
     if entries:
         atomic_write(Path(app.outdir) / FIGURES_URL / entries[0]["chapter"] / "figures.json",
                      json.dumps(entries, indent=2).encode())
+
+
+def figure_number(env, docname: str, fig) -> str:
+    """The book's number of a figure, chapter-scoped ("3.5"; ``_toc.yml`` numbers the chapters)."""
+    ids = fig.get("ids") or [""]
+    number = env.toc_fignumbers.get(docname, {}).get("figure", {}).get(ids[0], ())
+    return ".".join(map(str, number))
+
+
+def caption_text(fig) -> str:
+    """A figure's caption as plain text, cross-references resolved ("Fig. 3.2", "Eq. (3.1)")."""
+    from docutils import nodes
+    caption = next(iter(fig.findall(nodes.caption)), None)
+    return " ".join(caption.astext().split()) if caption is not None else ""
+
+
+def papers_figures(caption: str) -> list[str]:
+    """The paper's figures and tables a caption names ("Fig. 3A", "Table 1"): in the caption's
+    MyST source, the book's own figures are ``{numref}`` roles, so a typed "Fig. X" is the paper's."""
+    source = re.sub(r"\{[\w:-]+\}`[^`]*`", "", caption)
+    found = re.findall(r"\b(Fig|Figure|Table)s?\.? ?([A-Z]?\d+[A-Za-z]?)\b", source)
+    return list(dict.fromkeys(f"{'Table' if kind == 'Table' else 'Fig.'} {n}" for kind, n in found))
 
 
 def setup(app) -> dict:
