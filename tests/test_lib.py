@@ -406,10 +406,17 @@ def test_save_figure(run, capsys):
         with Image.open(png) as im:
             assert im.info["dpi"][0] == pytest.approx(figures.DPI, abs=0.5)
             assert im.size == (width_px, height_px)
+            assert im.info["Title"] == "demo F1 (rnn-theory-book)"
+            assert im.info["Description"] == "A caption with $x^2$"
+            assert im.info["Source"].startswith("profile quick, commit ")
     manifest = json.loads((fdir / "figures.json").read_text())
     assert manifest["F1"]["caption"] == "A caption with $x^2$"
     assert manifest["F1"]["chapter"] == "demo"
-    assert manifest["F1"]["files"] == ["F1.png", "F1.svg"]
+    assert manifest["F1"]["files"] == ["F1.png", "F1.svg", "F1.outline.svg"]
+    outline = (fdir / "F1.outline.svg").read_text()
+    assert "<text" in svg.read_text() and "<text" not in outline  # text drawn as paths: no font needed
+    assert "<dc:title>demo F1 (rnn-theory-book)</dc:title>" in outline
+    assert "<dc:description>A caption with $x^2$</dc:description>" in svg.read_text()
     assert manifest["F1"]["smallest_text_px"] == pytest.approx(
         plt.rcParams["xtick.labelsize"] * figures.COLUMN_PX / (72 * width_in), abs=0.05)
     assert not plt.fignum_exists(fig.number)  # closed after export
@@ -1019,9 +1026,9 @@ def test_save_figure_stores_files_with_provenance(run, monkeypatch):
     run.save_figure(_figure((2, 1.5)), "F1", "cap $x$")
     (key,) = {p.stem for p in paths.FIGURE_STORE.iterdir()}
     assert shown[0][3] == key
-    for ext in ("png", "svg"):
-        assert (paths.FIGURE_STORE / f"{key}.{ext}").read_bytes() == \
-            (run.dir / "figures" / f"F1.{ext}").read_bytes()
+    files = figures.figure_files(run.dir / "figures", "F1")
+    for fmt, path in files.items():
+        assert (paths.FIGURE_STORE / f"{key}.{fmt}").read_bytes() == path.read_bytes()
     record = json.loads((paths.FIGURE_STORE / f"{key}.json").read_text())
     assert {k: record[k] for k in ("chapter", "name", "caption", "profile", "seed", "device")} == \
         {"chapter": "demo", "name": "F1", "caption": "cap $x$", "profile": "quick", "seed": 0,
@@ -1029,7 +1036,6 @@ def test_save_figure_stores_files_with_provenance(run, monkeypatch):
     assert record["code_version"] == paths.code_version()
     assert record["commit"] == paths.git_commit()
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", record["date"])
-    files = {fmt: run.dir / "figures" / f"F1.{fmt}" for fmt in ("png", "svg")}
     assert figures.store(files, record) == key  # same figure, same record: same key
     full = figures.store(files, {**record, "name": "F1-full", "profile": "full"})
     assert full != key  # a quick and a full run that draw the same figure keep their own records
@@ -1106,12 +1112,14 @@ def test_book_figures_link_their_files(tmp_path):
     page = (tmp_path / "html" / "chapters" / "demo.html").read_text()
     assert 'src="../_figures/demo/demo-F1.png"' in page
     assert re.findall(r'class="rnnbook-figure-file reference external" href="([^"]+)"', page) == \
-        ["../_figures/demo/demo-F1.png", "../_figures/demo/demo-F1.svg"]
+        ["../_figures/demo/demo-F1.png", "../_figures/demo/demo-F1.svg",
+         "../_figures/demo/demo-F1.outline.svg"]
     assert "base64" not in page  # the page loads the file, it does not carry the image
     (entry,) = json.loads((folder / "figures.json").read_text())
     assert entry["name"] == "F1" and entry["chapter"] == "demo" and entry["caption"] == caption
     assert entry["profile"] == "quick" and entry["seed"] == 3 and entry["commit"] and entry["date"]
-    assert entry["files"] == ["demo-F1.png", "demo-F1.svg"] and entry["label"] == "fig-demo-F1"
+    assert entry["files"] == ["demo-F1.png", "demo-F1.svg", "demo-F1.outline.svg"]
+    assert entry["label"] == "fig-demo-F1"
     assert "paper" in entry and entry["number"] == "1.1" and entry["redoes"] == ["Fig. 3A"]
     assert entry["caption_text"] == "A caption, as Fig. 1.1 (the paper’s Fig. 3A)."  # smart quotes
     assert entry["url"] == "chapters/demo.html#fig-demo-F1"
@@ -1119,7 +1127,7 @@ def test_book_figures_link_their_files(tmp_path):
     exported = execute.export_figures(tmp_path / "html", tmp_path / "export")
     assert [e["name"] for e in exported] == ["F1"]
     assert sorted(p.name for p in (tmp_path / "export" / "demo").iterdir()) == \
-        ["demo-F1.png", "demo-F1.svg", "figures.json"]
+        ["demo-F1.outline.svg", "demo-F1.png", "demo-F1.svg", "figures.json"]
 
 
 # ------------------------------------------------------------------ full-profile results, records

@@ -147,7 +147,7 @@ def full_figures_myst(chapter: str, root: Path = FULL_RESULTS_DIR) -> str:
     quick page to show after :func:`full_results_html`. Each is stored with the full run's
     provenance (``run.json``), so the book links it to its files as ``<chapter>-<name>-full.{png,svg}``.
     Empty without a finished full run."""
-    from rnnbook.figures import figure_myst, label, store
+    from rnnbook.figures import figure_files, figure_myst, label, store
 
     folder = root / chapter
     manifest = folder / "figures" / "figures.json"
@@ -160,7 +160,7 @@ def full_figures_myst(chapter: str, root: Path = FULL_RESULTS_DIR) -> str:
             "parameters": given}
     out = []
     for name, entry in json.loads(manifest.read_text()).items():
-        paths = {fmt: folder / "figures" / f"{name}.{fmt}" for fmt in ("png", "svg")}
+        paths = figure_files(folder / "figures", name)
         key = store(paths, {"chapter": chapter, "name": f"{name}-full", "caption": entry["caption"],
                             **made})
         out.append(figure_myst(paths["png"], label(chapter, f"{name}-full"),

@@ -1,9 +1,10 @@
 """The book's figure style and export (all chapters).
 
-:func:`save_figure` writes ``<name>.png`` (200 dpi) and ``<name>.svg`` with stable names, records the
+:func:`save_figure` writes ``<name>.png`` (200 dpi), ``<name>.svg`` and ``<name>.outline.svg`` (text
+drawn as paths) with stable names and metadata (title, caption, profile, commit), records the
 caption in ``figures.json`` beside them and shows the figure in the book as a numbered MyST figure
 labelled ``fig-<chapter>-<name>`` (cite it with ``{numref}`fig-<chapter>-<name>```). Loaded as a
-Sphinx extension, this module links every figure of the book to its PNG and SVG files.
+Sphinx extension, this module links every figure of the book to its files.
 """
 from __future__ import annotations
 
@@ -46,6 +47,10 @@ STYLE = {
     "svg.hashsalt": "rnnbook",  # stable ids inside the SVG
     "svg.fonttype": "none",  # text stays text (editable, searchable)
 }
+# a figure's files: format -> file suffix. "outline": the SVG with its text drawn as paths, which
+# looks the same on a machine without the book's fonts (DejaVu Sans); the plain SVG keeps its text
+# editable and searchable. Full results committed before the outline existed have only PNG and SVG.
+FORMATS = {"png": "png", "svg": "svg", "outline": "outline.svg"}
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 COLUMN_PX = 700  # the book's text column, which every figure fills (``:width: 100%``)
 MIN_TEXT_PX = 9.0  # the smallest text a reader should meet in a figure on the page, in pixels
@@ -66,6 +71,11 @@ def smallest_text_px(fig: plt.Figure, column_px: float = COLUMN_PX) -> float:
     return min(sizes) * column_px / (72 * fig.get_figwidth()) if sizes else float("inf")
 
 
+def figure_files(folder: Path, name: str) -> dict[str, Path]:
+    """The files of figure ``name`` in ``folder``, by format (:data:`FORMATS`)."""
+    return {fmt: folder / f"{name}.{suffix}" for fmt, suffix in FORMATS.items()}
+
+
 def label(chapter: str, name: str) -> str:
     """The figure's cross-reference label."""
     return f"fig-{chapter}-{name}"
@@ -73,7 +83,7 @@ def label(chapter: str, name: str) -> str:
 
 def save_figure(fig: plt.Figure, name: str, caption: str, figures_dir: Path, chapter: str,
                 show: bool = True, provenance: dict | None = None) -> dict[str, Path]:
-    """Export ``fig`` as PNG and SVG under ``figures_dir`` and show it with ``caption`` (MyST),
+    """Export ``fig`` as PNG, SVG and outline SVG (:data:`FORMATS`) under ``figures_dir`` and show it with ``caption`` (MyST),
     which the book starts with the figure's name (the specification's id: "**F4.** ..."), so that
     a figure cited by its id is found on the page.
 
@@ -83,10 +93,16 @@ def save_figure(fig: plt.Figure, name: str, caption: str, figures_dir: Path, cha
     if not NAME.match(name):
         raise ValueError(f"figure name {name!r} must match {NAME.pattern}")
     figures_dir.mkdir(parents=True, exist_ok=True)
-    paths = {fmt: figures_dir / f"{name}.{fmt}" for fmt in ("png", "svg")}
+    paths = figure_files(figures_dir, name)
+    title = f"{chapter} {name} (rnn-theory-book)"
+    made = ", ".join(f"{k} {provenance[k]}" for k in ("profile", "commit") if k in (provenance or {}))
     with matplotlib.rc_context({"svg.hashsalt": STYLE["svg.hashsalt"]}):
-        fig.savefig(paths["png"], dpi=DPI, metadata={"Software": None})
-        fig.savefig(paths["svg"], metadata={"Date": None})
+        fig.savefig(paths["png"], dpi=DPI, metadata={"Software": None, "Title": title,
+                                                     "Description": caption, "Source": made})
+        for fmt, fonttype in (("svg", "none"), ("outline", "path")):
+            with matplotlib.rc_context({"svg.fonttype": fonttype}):
+                fig.savefig(paths[fmt], format="svg", metadata={
+                    "Date": None, "Title": title, "Description": caption, "Source": made})
     _record(figures_dir / "figures.json", chapter, name, caption, smallest_text_px(fig))
     key = store(paths, {"chapter": chapter, "name": name, "caption": caption, **(provenance or {})})
     plt.close(fig)
@@ -114,7 +130,7 @@ def figure_myst(png: Path, name: str, caption: str, key: str | None = None) -> s
 def _record(manifest: Path, chapter: str, name: str, caption: str, text_px: float) -> None:
     entries = json.loads(manifest.read_text()) if manifest.exists() else {}
     entries[name] = {"chapter": chapter, "name": name, "caption": caption,
-                     "files": [f"{name}.png", f"{name}.svg"], "smallest_text_px": round(text_px, 1)}
+                     "files": [p.name for p in figure_files(Path(), name).values()], "smallest_text_px": round(text_px, 1)}
     atomic_write(manifest, json.dumps(entries, indent=2).encode())
 
 
@@ -125,12 +141,12 @@ FIGURES_URL = "_figures"  # the figure files' folder in the HTML build: _figures
 
 
 def store(paths: dict[str, Path], record: dict) -> str:
-    """Keep copies of a figure's PNG and SVG, and its ``record``, in the figure store under a key
+    """Keep copies of a figure's files (those of ``paths`` that exist), and its ``record``, in the figure store under a key
     made from all three; return the key. Runs never collide, and a figure drawn the same by two
     runs (a quick and a full one) keeps each run's record."""
-    blobs = {fmt: p.read_bytes() for fmt, p in paths.items()}
+    blobs = {fmt: p.read_bytes() for fmt, p in paths.items() if p.exists()}
     meta = json.dumps(record, indent=2, sort_keys=True).encode()
-    key = hashlib.sha256(blobs["png"] + b"\0" + blobs["svg"] + b"\0" + meta).hexdigest()[:20]
+    key = hashlib.sha256(b"\0".join([*blobs.values(), meta])).hexdigest()[:20]
     root = rnnbook_paths.FIGURE_STORE
     for fmt, blob in blobs.items():
         if not (root / f"{key}.{fmt}").exists():
@@ -166,7 +182,7 @@ def paper_of(source: str, bib: str) -> str:
 
 def _link_figures(app, doctree, docname: str) -> None:
     """Sphinx ``doctree-resolved``: copy each stored figure of ``docname`` to
-    ``_figures/<chapter>/<chapter>-<name>.{png,svg}`` in the HTML build (self-describing names),
+    ``_figures/<chapter>/<chapter>-<name>.{png,svg,outline.svg}`` in the HTML build (self-describing names),
     show the image from that file, link both files under the caption, and write
     ``_figures/<chapter>/figures.json``."""
     from docutils import nodes
@@ -197,9 +213,10 @@ def _link_figures(app, doctree, docname: str) -> None:
             shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True, exist_ok=True)
         urls, stem = {}, f"{chapter}-{name}"  # a downloaded file says where it comes from
-        for fmt in ("png", "svg"):
-            shutil.copyfile(root / f"{key}.{fmt}", out / f"{stem}.{fmt}")
-            urls[fmt] = posixpath.relpath(f"{FIGURES_URL}/{chapter}/{stem}.{fmt}", here or ".")
+        for fmt, suffix in FORMATS.items():
+            if (root / f"{key}.{fmt}").exists():
+                shutil.copyfile(root / f"{key}.{fmt}", out / f"{stem}.{suffix}")
+                urls[fmt] = posixpath.relpath(f"{FIGURES_URL}/{chapter}/{stem}.{suffix}", here or ".")
         for image in fig.findall(nodes.image):
             image["uri"] = urls["png"]
         links = nodes.paragraph(classes=["rnnbook-figure-files"])
@@ -208,6 +225,10 @@ def _link_figures(app, doctree, docname: str) -> None:
                                  classes=["rnnbook-figure-file"])
         links += nodes.Text(" · ")
         links += nodes.reference("", "SVG", refuri=urls["svg"], classes=["rnnbook-figure-file"])
+        if "outline" in urls:
+            links += nodes.Text(" · ")
+            links += nodes.reference("", "SVG, text as outlines", refuri=urls["outline"],
+                                     classes=["rnnbook-figure-file"])
         if "profile" in record:
             seed = f", seed {record['seed']}" if "seed" in record else ""
             given = ", ".join(f"{k} = {v}" for k, v in record.get("parameters", {}).items()
@@ -224,7 +245,7 @@ def _link_figures(app, doctree, docname: str) -> None:
                         "number": figure_number(app.env, docname, fig),
                         "caption_text": caption_text(fig), "redoes": papers_figures(record["caption"]),
                         "url": f"{app.builder.get_target_uri(docname)}#{label(chapter, name)}",
-                        "files": [f"{stem}.png", f"{stem}.svg"]})
+                        "files": [posixpath.basename(u) for u in urls.values()]})
     if entries:
         atomic_write(Path(app.outdir) / FIGURES_URL / entries[0]["chapter"] / "figures.json",
                      json.dumps(entries, indent=2).encode())
@@ -254,6 +275,6 @@ def papers_figures(caption: str) -> list[str]:
 
 def setup(app) -> dict:
     """Sphinx extension (``_config.yml``: ``sphinx.extra_extensions: [rnnbook.figures]``): each
-    figure of the book links to its PNG and SVG, copied into the HTML build."""
+    figure of the book links to its files, copied into the HTML build."""
     app.connect("doctree-resolved", _link_figures)
     return {"parallel_read_safe": True, "parallel_write_safe": False}

@@ -60,7 +60,7 @@ class Run:
         return c
 
     def save_figure(self, fig, name: str, caption: str) -> None:
-        """Export ``fig`` to ``figures/<name>.{png,svg}`` and show it labelled
+        """Export ``fig`` to ``figures/<name>.{png,svg,outline.svg}`` and show it labelled
         ``fig-<chapter>-<name>``."""
         save_figure(fig, name, caption, self.dir / "figures", self.chapter,
                     provenance=provenance(self.label, self.seed, self.device.type))
