@@ -1100,7 +1100,8 @@ def test_book_figures_link_their_files(tmp_path):
         "import rnnbook.paths\n"
         f"rnnbook.paths.FIGURE_STORE = rnnbook.paths.Path({str(paths.FIGURE_STORE)!r})\n"
         "extensions = ['myst_parser', 'rnnbook.figures']\nnumfig = True\n")
-    (src / "index.md").write_text("# Book\n\n```{toctree}\n:numbered:\nchapters/demo\n```\n")
+    (src / "index.md").write_text("# Book\n\n```{toctree}\n:numbered:\nchapters/demo\ngallery\n```\n")
+    (src / "gallery.md").write_text("# Gallery\n\n```{rnnbook-gallery}\n```\n")
     (src / "chapters" / "demo.md").write_text(
         "# Demo\n\n" + figures.figure_myst(out["png"], "fig-demo-F1", caption, key))
     proc = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-W", "-q", str(src),
@@ -1123,6 +1124,10 @@ def test_book_figures_link_their_files(tmp_path):
     assert "paper" in entry and entry["number"] == "1.1" and entry["redoes"] == ["Fig. 3A"]
     assert entry["caption_text"] == "A caption, as Fig. 1.1 (the paper’s Fig. 3A)."  # smart quotes
     assert entry["url"] == "chapters/demo.html#fig-demo-F1"
+    gallery = (tmp_path / "html" / "gallery.html").read_text()
+    assert ('<a class="rnnbook-card" href="chapters/demo.html#fig-demo-F1"><img '
+            'src="_figures/demo/demo-F1.png" alt="F1"><span><b>Fig. 1.1</b> F1 · A caption, as '
+            "Fig. 1.1 (the paper&#x27;s Fig. 3A).</span></a>") in gallery
 
     exported = execute.export_figures(tmp_path / "html", tmp_path / "export")
     assert [e["name"] for e in exported] == ["F1"]

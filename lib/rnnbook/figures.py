@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import datetime
 import hashlib
+import html
 import json
 import posixpath
 import re
@@ -273,8 +274,74 @@ def papers_figures(caption: str) -> list[str]:
     return list(dict.fromkeys(f"{'Table' if kind == 'Table' else 'Fig.'} {n}" for kind, n in found))
 
 
+def _gallery_directive():
+    """The ``rnnbook-gallery`` directive: a placeholder that :func:`_fill_gallery` replaces."""
+    from docutils import nodes
+    from docutils.parsers.rst import Directive
+
+    class Gallery(Directive):
+        def run(self):
+            return [nodes.container(classes=[GALLERY_CLASS])]
+    return Gallery
+
+
+GALLERY_CLASS = "rnnbook-gallery"
+
+
+def _fill_gallery(app, doctree, docname: str) -> None:
+    """Sphinx ``doctree-resolved``: fill the ``rnnbook-gallery`` placeholder with every figure of
+    the numbered chapters, in the book's order: thumbnail, number, name and the caption's first
+    words, each linking to the figure on its page."""
+    from docutils import nodes
+
+    holders = [n for n in doctree.findall(nodes.container) if GALLERY_CLASS in n["classes"]]
+    if not holders or app.builder.format != "html":
+        return
+    env, here = app.env, posixpath.dirname(app.builder.get_target_uri(docname))
+    chapters = sorted((d for d in env.toc_fignumbers if env.toc_fignumbers[d].get("figure")),
+                      key=lambda d: min(env.toc_fignumbers[d]["figure"].values()))
+    cards = []
+    for doc in chapters:
+        page = posixpath.relpath(app.builder.get_target_uri(doc), here or ".")
+        for fig in env.get_doctree(doc).findall(nodes.figure):
+            key = next((c[len(KEY_CLASS):] for c in fig["classes"] if c.startswith(KEY_CLASS)), None)
+            meta = rnnbook_paths.FIGURE_STORE / f"{key}.json"
+            if key is None or not meta.exists():
+                continue
+            record = json.loads(meta.read_text())
+            chapter, name = record["chapter"], record["name"]
+            png = posixpath.relpath(f"{FIGURES_URL}/{chapter}/{chapter}-{name}.png", here or ".")
+            words = " ".join(_plain(env, record["caption"]).split())
+            words = html.escape(words[:140] + ("…" if len(words) > 140 else ""))
+            cards.append(f'<a class="rnnbook-card" href="{page}#{label(chapter, name)}">'
+                         f'<img src="{png}" alt="{html.escape(name)}"><span><b>Fig. '
+                         f'{figure_number(env, doc, fig)}</b> {html.escape(name)} · {words}</span></a>')
+    for holder in holders:
+        holder.replace_self(nodes.raw("", f'<div class="{GALLERY_CLASS}">{"".join(cards)}</div>',
+                                      format="html"))
+
+
+def _plain(env, caption: str) -> str:
+    """A caption's MyST source with its roles written out: ``{numref}`` as "Fig. 3.5", ``{cite}``
+    as its key, other references (equations, pages) left out."""
+    labels = env.domaindata["std"]["labels"]
+
+    def role(m: re.Match) -> str:
+        kind, target = m[1], m[2]
+        if kind == "numref" and target.lower() in labels:  # Sphinx keeps labels lower-case
+            target = target.lower()
+            doc, ident = labels[target][:2]
+            number = env.toc_fignumbers.get(doc, {}).get("figure", {}).get(ident)
+            return f"Fig. {'.'.join(map(str, number))}" if number else ""
+        return target if kind.startswith("cite") else ""
+    return re.sub(r"\{([\w:-]+)\}`([^`]*)`", role, caption)
+
+
 def setup(app) -> dict:
     """Sphinx extension (``_config.yml``: ``sphinx.extra_extensions: [rnnbook.figures]``): each
-    figure of the book links to its files, copied into the HTML build."""
+    figure of the book links to its files, copied into the HTML build; the ``rnnbook-gallery``
+    directive shows all of them on one page."""
+    app.add_directive("rnnbook-gallery", _gallery_directive())
     app.connect("doctree-resolved", _link_figures)
+    app.connect("doctree-resolved", _fill_gallery)
     return {"parallel_read_safe": True, "parallel_write_safe": False}
