@@ -1423,3 +1423,14 @@ def test_show_code_is_a_collapsed_listing_named_after_its_functions():
     md = code_markdown(params.choice, params.integer)
     assert md.startswith(":::::{dropdown} The code: `choice`, `integer` (`rnnbook.params`, ")
     assert "````python\ndef choice(" in md and md.rstrip().endswith(":::::")
+    assert '"""' not in md and "**`choice`**: `value` if it is one of `allowed`." in md  # docstring as text
+
+
+def test_show_code_typesets_docstrings():
+    from rnnbook.display import doc_markdown, source_without_docstring
+
+    def f(x):
+        """Eq. (2): :math:`\\frac{1}{x}` for ``x`` > 0 via :func:`~rnnbook.params.real`, not $5."""
+        return 1 / x
+    assert doc_markdown(f) == f"**`{f.__qualname__}`**" + ": Eq. (2): $\\frac{1}{x}$ for `x` > 0 via `real`, not \\$5."
+    assert source_without_docstring(f) == "def f(x):\n    return 1 / x"

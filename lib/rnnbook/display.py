@@ -2,9 +2,12 @@
 run's (all chapters)."""
 from __future__ import annotations
 
+import ast
 import html
 import inspect
 import json
+import re
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,12 +24,41 @@ def show_code(*objects: Any) -> None:
 
 
 def code_markdown(*objects: Any) -> str:
-    """The MyST of :func:`show_code`: a dropdown (sphinx-design) holding the source listing."""
-    src = "\n\n".join(inspect.getsource(o).rstrip() for o in objects)
+    """The MyST of :func:`show_code`: a dropdown (sphinx-design) holding, for each object, its
+    docstring as text (math typeset) and its source without the docstring."""
+    parts = [(doc_markdown(o), source_without_docstring(o)) for o in objects]
     names = ", ".join(f"`{o.__qualname__}`" for o in objects)
-    lines = src.count("\n") + 1
+    lines = sum(src.count("\n") + 1 for _, src in parts)
+    body = "\n\n".join(f"{doc}\n\n````python\n{src}\n````" for doc, src in parts)
     return (f":::::{{dropdown}} The code: {names} (`{objects[0].__module__}`, {lines} lines)\n"
-            f"````python\n{src}\n````\n:::::\n")
+            f"{body}\n:::::\n")
+
+
+REST_ROLE = re.compile(r":(?:func|class|mod|data|meth|attr|obj|exc):`(~?)([\w.]+)(?:\(\))?`")
+
+
+def doc_markdown(obj: Any) -> str:
+    """An object's docstring as MyST: ``:math:`x``` as ``$x$``, cross-references to the library
+    as code (``~`` keeps the last name, as Sphinx does), double back-quotes as single."""
+    doc = inspect.getdoc(obj) or ""
+    doc = doc.replace("$", "\\$")
+    doc = re.sub(r":math:`([^`]+)`", lambda m: f"${m[1]}$", doc)
+    doc = REST_ROLE.sub(lambda m: f"`{m[2].rsplit('.', 1)[-1] if m[1] else m[2]}`", doc)
+    doc = re.sub(r"``([^`]+)``", r"`\1`", doc)
+    doc = re.sub(r"^>", r"\\>", doc, flags=re.M)  # "> 1" continuing a line, not a quote
+    return f"**`{obj.__qualname__}`**: {doc}" if doc else f"**`{obj.__qualname__}`**"
+
+
+def source_without_docstring(obj: Any) -> str:
+    """The source of a function or class (dedented) less its docstring's lines."""
+    src = textwrap.dedent(inspect.getsource(obj)).rstrip()
+    node = ast.parse(src).body[0]
+    first = node.body[0] if getattr(node, "body", None) else None
+    if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)):
+        return src
+    lines = src.split("\n")
+    return "\n".join(lines[:first.lineno - 1] + lines[first.end_lineno:])
 
 
 class Table:
