@@ -53,3 +53,17 @@ def test_tables_are_shown(chapter):
             if isinstance(call, ast.Call):
                 assert not ast.unparse(call.func).endswith("table"), \
                     f"{chapter}: {ast.unparse(call)[:60]} is not its cell's last expression"
+
+
+SPECS = CHAPTERS_DIR.parent / "specs"
+SHARED_PAPERS = CHAPTERS_DIR.parent.parent / "shared" / "papers"
+
+
+@pytest.mark.parametrize("page", sorted(p.name for p in SPECS.glob("*.md") if p.name != "index.md"))
+def test_published_specifications_are_the_projects(page):
+    """The appendix "Our specifications" shows the documents the chapters were planned from,
+    unedited: each page is the project's copy, byte for byte."""
+    source = SHARED_PAPERS / page.replace("_check.md", ".check.md")
+    if not SHARED_PAPERS.exists():
+        pytest.skip(f"the project's specifications are not beside the book ({SHARED_PAPERS})")
+    assert (SPECS / page).read_bytes() == source.read_bytes(), f"copy {source} to specs/{page}"
