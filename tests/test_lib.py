@@ -341,6 +341,13 @@ def test_claims_load_round_trip_and_table(run):
     assert "<script>" not in html and "&lt;script&gt;" in html  # escaped
     assert html.count('class="claim-pass"') == 2 and html.count('class="claim-fail"') == 1
     assert "x: 0.333<br>n: 4" in html  # 3 significant digits, one entry per line
+    assert "survey" not in html  # no seed survey given: no stability mark
+    runs = {f"seed {s}": {"C1": {"verdict": "reproduced", "passed": True, "value": 1},
+                          "C2": {"verdict": "not reproduced" if s else "partly", "passed": False, "value": 2}}
+            for s in range(3)}
+    marked = run.claims.table_html(runs)
+    assert "same in all 3 survey runs" in marked and "⚠ verdict moves in the seed survey (3 runs)" in marked
+    assert "not in the seed survey" in marked  # C3
     long = claims_mod.value_html({f"key{i}": 1.0 / 3 for i in range(20)})
     assert long.startswith("<details><summary>key0: 0.333, key1: 0.333") and "key19: 0.333" in long
 

@@ -18,7 +18,9 @@ from typing import Any
 
 import numpy as np
 
-VERDICTS = ("reproduced", "partly", "not reproduced", "inconclusive")
+# A paper's claim is reproduced, partly, not reproduced or inconclusive; a prediction that carries
+# one paper into another's setting (the synthesis chapter) agrees, partly agrees or conflicts.
+VERDICTS = ("reproduced", "agree", "partly", "not reproduced", "conflict", "inconclusive")
 FIELDS = ("id", "statement", "source", "value", "tolerance", "verdict", "passed")
 TABLE_HEAD = ("id", "claim (source)", "measured", "tolerance", "verdict")
 
@@ -102,9 +104,11 @@ class Claims:
                           indent=2, allow_nan=False)
         atomic_write(self.path, text.encode())
 
-    def table_html(self) -> str:
+    def table_html(self, survey: dict[str, dict[str, dict]] | None = None) -> str:
         """The claims as an HTML table (the chapter's closing table): the source under the
-        statement and the check mark beside the verdict, so the measured values get the room."""
+        statement and the check mark beside the verdict, so the measured values get the room;
+        with the chapter's committed seed ``survey`` (its variations), whether each verdict was
+        the same in all of its runs (:func:`stability_html`)."""
         head = "".join(f"<th>{h}</th>" for h in TABLE_HEAD)
         rows = []
         for c in sorted(self.items, key=id_order):
@@ -112,7 +116,8 @@ class Claims:
             claim = (f'{collapsed(c.statement, 110)}<br>'
                      f'<span class="claim-source">{collapsed(c.source, 40)}</span>')
             verdict = (f'{verdict_badge(c.verdict)}<br><span class="claim-check">our check '
-                       f'{"✓" if c.passed else "✗ FAILED"}</span>')
+                       f'{"✓" if c.passed else "✗ FAILED"}</span>'
+                       + (f"<br>{stability_html(c.id, survey)}" if survey else ""))
             cells = [f'<a href="#claim-{cid}">{cid}</a>', claim, value_html(c.value),
                      collapsed(c.tolerance), verdict]
             tds = "".join(f"<td>{x}</td>" for x in cells)
@@ -120,6 +125,19 @@ class Claims:
         foot = f'<tfoot><tr><td colspan="{len(TABLE_HEAD)}">{summary_html(self.items)}</td></tr></tfoot>'
         return (f'<div class="claims-table"><table><thead><tr>{head}</tr></thead>'
                 f'<tbody>{"".join(rows)}</tbody>{foot}</table></div>')
+
+
+def stability_html(cid: str, survey: dict[str, dict[str, dict]]) -> str:
+    """The seed-stability mark of claim ``cid`` in a claims table: in how many runs of the
+    committed survey (:func:`survey`'s variations) it was checked, and whether its verdict and
+    check result were the same in all of them."""
+    runs = [v[cid] for v in survey.values() if cid in v]
+    if not runs:
+        return '<span class="claim-stability">not in the seed survey</span>'
+    if cid in unstable({name: v for name, v in survey.items() if cid in v}):
+        return (f'<span class="claim-stability claim-moves">⚠ verdict moves in the seed survey '
+                f'({len(runs)} runs)</span>')
+    return f'<span class="claim-stability">same in all {len(runs)} survey runs</span>'
 
 
 def by_verdict(items: list[Claim]) -> dict[str, list[Claim]]:

@@ -6,6 +6,7 @@ seed=..., results_dir=...)``; everything the chapter writes lands in ``run.dir``
 """
 from __future__ import annotations
 
+import json
 import os
 import platform
 import random
@@ -24,7 +25,7 @@ from rnnbook.cache import Cache
 from rnnbook.claims import Claim, Claims, summary_html, verdict_box_html
 from rnnbook.display import full_figures_myst, full_results_html
 from rnnbook.figures import provenance, save_figure, use_style
-from rnnbook.paths import code_version, default_results_dir, quiet, results_version
+from rnnbook.paths import SURVEY_DIR, code_version, default_results_dir, quiet, results_version
 
 T = TypeVar("T")
 
@@ -83,7 +84,9 @@ class Run:
         from myst_nb import glue
         glue("verdict_box", HTML(verdict_box_html(self.claims.items)), display=False)
         glue("verdict_summary", HTML(summary_html(self.claims.items)), display=False)
-        display(HTML(self.claims.table_html()))
+        survey = SURVEY_DIR / f"{self.chapter}.json"
+        variations = json.loads(survey.read_text())["variations"] if survey.exists() else None
+        display(HTML(self.claims.table_html(variations)))
         if self.profile == "quick":
             display(HTML(full_results_html(self.chapter, self.claims.items)))
             figures = full_figures_myst(self.chapter)
