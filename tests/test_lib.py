@@ -342,6 +342,9 @@ def test_claims_load_round_trip_and_table(run):
     assert html.count('class="claim-pass"') == 2 and html.count('class="claim-fail"') == 1
     assert "x: 0.333<br>n: 4" in html  # 3 significant digits, one entry per line
     assert "survey" not in html  # no seed survey given: no stability mark
+    assert "Sources:" not in html  # only the paper's sections: no legend
+    run.claim("C4", "x", "Fig. 2; Rv3", 1, "t", passed=True)
+    assert "Rv1, Rv2, ...: the paper's OpenReview reviews" in run.claims.table_html()
     runs = {f"seed {s}": {"C1": {"verdict": "reproduced", "passed": True, "value": 1},
                           "C2": {"verdict": "not reproduced" if s else "partly", "passed": False, "value": 2}}
             for s in range(3)}
@@ -1171,7 +1174,8 @@ def test_full_results_beside_quick(tmp_path):
         "parameters": {"profile": "full", "device": "cpu", "d": [20, 50]}, "cached_at_start": 651,
         "hardware": {"summary": "2 CPU cores"}}))
     assert ("Full-profile results with d = [20, 50], made 2026-12-01 on 2 CPU cores, cpu in 10 min "
-            "in its last process, resumed from 651 cached results, commit abc"
+            "(the wall time of its last session, which resumed from 651 results cached by earlier "
+            "ones), commit abc"
             in rnnbook.display.full_results_html("demo", quick, tmp_path))
     badge = claims_mod.verdict_badge
     assert (f"<td>C1</td><td>0.123</td><td>{badge('reproduced')}</td><td>0.5</td>"
@@ -1201,6 +1205,12 @@ def test_full_figures_shown_with_their_run(tmp_path):
     assert record["parameters"] == {"seed": 4, "a5_hidden": 64}  # traceable to the run's settings
     assert (paths.FIGURE_STORE / f"{key}.png").read_bytes() == \
         (full / "demo" / "figures" / "F1.png").read_bytes()
+    quick = tmp_path / "quick"
+    figures.save_figure(_figure((2, 1.5)), "F1", "other caption", quick, "demo", show=False)
+    same = rnnbook.display.full_figures_myst("demo", full, quick=quick)  # same pixels, other metadata
+    assert "fig-demo-F1-full" not in same and "full run's F1 is the same as this page's" in same
+    figures.save_figure(_figure((3, 1.5)), "F1", "c", quick, "demo", show=False)
+    assert ":name: fig-demo-F1-full" in rnnbook.display.full_figures_myst("demo", full, quick=quick)
 
 
 def test_full_results_change_the_execution_stamp(tmp_path, monkeypatch):

@@ -122,9 +122,22 @@ class Claims:
                      collapsed(c.tolerance), verdict]
             tds = "".join(f"<td>{x}</td>" for x in cells)
             rows.append(f'<tr class="claim-{"pass" if c.passed else "fail"}">{tds}</tr>')
-        foot = f'<tfoot><tr><td colspan="{len(TABLE_HEAD)}">{summary_html(self.items)}</td></tr></tfoot>'
+        legend = sources_legend(self.items)
+        foot = (f'<tfoot><tr><td colspan="{len(TABLE_HEAD)}">{summary_html(self.items)}'
+                f'{"<br>" + legend if legend else ""}</td></tr></tfoot>')
         return (f'<div class="claims-table"><table><thead><tr>{head}</tr></thead>'
                 f'<tbody>{"".join(rows)}</tbody>{foot}</table></div>')
+
+
+def sources_legend(items: list[Claim]) -> str:
+    """What the sources of a claims table that are not the paper's sections mean: the OpenReview
+    reviews (Rv1, ...) and the authors' rebuttal there."""
+    said = " ".join(c.source for c in items)
+    parts = (["Rv1, Rv2, ...: the paper's OpenReview reviews, numbered by us in the order we read "
+              "them"] if re.search(r"\bRv\d", said) else [])
+    parts += ["rebuttal: the authors' replies to the reviews on OpenReview"] if "rebuttal" in said else []
+    return ('<span class="claim-source">Sources: sections, figures, equations and appendices are the '
+            f'paper\'s; {"; ".join(parts)}.</span>') if parts else ""
 
 
 def stability_html(cid: str, survey: dict[str, dict[str, dict]]) -> str:

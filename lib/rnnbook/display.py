@@ -127,8 +127,8 @@ def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULT
     given = _given(record)
     minutes = f"{record.get('wall_seconds', 0) / 60:.0f} min"
     if record.get("cached_at_start"):  # resumed: the time is the last process's only
-        minutes = (f"{minutes} in its last process, resumed from {record['cached_at_start']} "
-                   "cached results")
+        minutes = (f"{minutes} (the wall time of its last session, which resumed from "
+                   f"{record['cached_at_start']} results cached by earlier ones)")
     label = ("Full-profile results"
              + (" with " + ", ".join(f"{k} = {v}" for k, v in given.items()) if given else "")
              + f", made {record.get('finished', '?')[:10]} on {where or '?'} in {minutes}, "
@@ -173,11 +173,12 @@ def survey_table(chapter: str, root: Path = SURVEY_DIR) -> Table | str:
     return table(rows)
 
 
-def full_figures_myst(chapter: str, root: Path = FULL_RESULTS_DIR) -> str:
+def full_figures_myst(chapter: str, root: Path = FULL_RESULTS_DIR, quick: Path | None = None) -> str:
     """The committed full-profile figures of ``chapter`` (``<root>/<chapter>/figures/`` with their
     captions in its ``figures.json``) as MyST figures labelled ``fig-<chapter>-<name>-full``, for a
     quick page to show after :func:`full_results_html`. Each is stored with the full run's
     provenance (``run.json``), so the book links it to its files as ``<chapter>-<name>-full.{png,svg}``.
+    A figure whose pixels equal the quick run's (in the folder ``quick``) is named, not repeated.
     Empty without a finished full run."""
     from rnnbook.figures import figure_files, figure_myst, label, store
 
@@ -190,11 +191,28 @@ def full_figures_myst(chapter: str, root: Path = FULL_RESULTS_DIR) -> str:
     made = {"profile": "full", "device": record.get("device"), "commit": record.get("commit"),
             "date": record.get("finished", ""), **({"seed": given["seed"]} if "seed" in given else {}),
             "parameters": given}
-    out = []
+    out, same = [], []
     for name, entry in json.loads(manifest.read_text()).items():
         paths = figure_files(folder / "figures", name)
+        if quick is not None and same_pixels(paths["png"], quick / f"{name}.png"):
+            same.append(name)
+            continue
         key = store(paths, {"chapter": chapter, "name": f"{name}-full", "caption": entry["caption"],
                             **made})
         out.append(figure_myst(paths["png"], label(chapter, f"{name}-full"),
                                f"**{name}, full profile.** {entry['caption']}", key))
+    if same:
+        verb = "is" if len(same) == 1 else "are"
+        out.append(f"The full run's {', '.join(same)} {verb} the same as this page's, pixel for "
+                   "pixel, and not shown again.\n")
     return "\n".join(out)
+
+
+def same_pixels(a: Path, b: Path) -> bool:
+    """Whether two PNG files show the same image (their metadata may differ)."""
+    import matplotlib.image
+    import numpy as np
+    if not (a.exists() and b.exists()):
+        return False
+    x, y = matplotlib.image.imread(a), matplotlib.image.imread(b)
+    return x.shape == y.shape and bool(np.array_equal(x, y))

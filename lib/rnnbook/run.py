@@ -89,7 +89,7 @@ class Run:
         display(HTML(self.claims.table_html(variations)))
         if self.profile == "quick":
             display(HTML(full_results_html(self.chapter, self.claims.items)))
-            figures = full_figures_myst(self.chapter)
+            figures = full_figures_myst(self.chapter, quick=self.dir / "figures")
             if figures:
                 display(Markdown("The figures of that full-profile run:\n\n" + figures))
 
