@@ -1133,9 +1133,10 @@ def test_book_figures_link_their_files(tmp_path):
     assert entry["label"] == "fig-demo-F1"
     assert "paper" in entry and entry["number"] == "1.1" and entry["redoes"] == ["Fig. 3A"]
     assert entry["caption_text"] == "A caption, as Fig. 1.1 (the paper’s Fig. 3A)."  # smart quotes
-    assert entry["url"] == "chapters/demo.html#fig-demo-F1"
+    assert entry["url"] == "chapters/demo.html#fig-demo-f1"  # Sphinx's id of the label: lower case
+    assert 'id="fig-demo-f1"' in page
     gallery = (tmp_path / "html" / "gallery.html").read_text()
-    assert ('<a class="rnnbook-card" href="chapters/demo.html#fig-demo-F1"><img '
+    assert ('<a class="rnnbook-card" href="chapters/demo.html#fig-demo-f1"><img '
             'src="_figures/demo/demo-F1.png" alt="F1"><span><b>Fig. 1.1</b> F1 · A caption, as '
             "Fig. 1.1 (the paper&#x27;s Fig. 3A).</span></a>") in gallery
 

@@ -123,10 +123,10 @@ class Claims:
             tds = "".join(f"<td>{x}</td>" for x in cells)
             rows.append(f'<tr class="claim-{"pass" if c.passed else "fail"}">{tds}</tr>')
         legend = sources_legend(self.items)
-        foot = (f'<tfoot><tr><td colspan="{len(TABLE_HEAD)}">{summary_html(self.items)}'
-                f'{"<br>" + legend if legend else ""}</td></tr></tfoot>')
+        foot = f'<tfoot><tr><td colspan="{len(TABLE_HEAD)}">{summary_html(self.items)}</td></tr></tfoot>'
         return (f'<div class="claims-table"><table><thead><tr>{head}</tr></thead>'
-                f'<tbody>{"".join(rows)}</tbody>{foot}</table></div>')
+                f'<tbody>{"".join(rows)}</tbody>{foot}</table>'
+                f'{f"<p>{legend}</p>" if legend else ""}</div>')
 
 
 def sources_legend(items: list[Claim]) -> str:

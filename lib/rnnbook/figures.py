@@ -245,11 +245,17 @@ def _link_figures(app, doctree, docname: str) -> None:
         entries.append({**record, "paper": paper, "label": label(chapter, name),
                         "number": figure_number(app.env, docname, fig),
                         "caption_text": caption_text(fig), "redoes": papers_figures(record["caption"]),
-                        "url": f"{app.builder.get_target_uri(docname)}#{label(chapter, name)}",
+                        "url": f"{app.builder.get_target_uri(docname)}#{anchor(fig)}",
                         "files": [posixpath.basename(u) for u in urls.values()]})
     if entries:
         atomic_write(Path(app.outdir) / FIGURES_URL / entries[0]["chapter"] / "figures.json",
                      json.dumps(entries, indent=2).encode())
+
+
+def anchor(fig) -> str:
+    """The HTML id of a figure node: Sphinx's normalised form of its label (lower case:
+    ``fig-extrapolation-f1`` for the label ``fig-extrapolation-F1``), which links must use."""
+    return fig["ids"][0]
 
 
 def figure_number(env, docname: str, fig) -> str:
@@ -313,7 +319,7 @@ def _fill_gallery(app, doctree, docname: str) -> None:
             png = posixpath.relpath(f"{FIGURES_URL}/{chapter}/{chapter}-{name}.png", here or ".")
             words = " ".join(_plain(env, record["caption"]).split())
             words = html.escape(words[:140] + ("…" if len(words) > 140 else ""))
-            cards.append(f'<a class="rnnbook-card" href="{page}#{label(chapter, name)}">'
+            cards.append(f'<a class="rnnbook-card" href="{page}#{anchor(fig)}">'
                          f'<img src="{png}" alt="{html.escape(name)}"><span><b>Fig. '
                          f'{figure_number(env, doc, fig)}</b> {html.escape(name)} · {words}</span></a>')
     for holder in holders:

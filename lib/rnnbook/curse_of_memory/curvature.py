@@ -24,7 +24,7 @@ def block_H(lam: np.ndarray, b: np.ndarray, c: np.ndarray, rho: float) -> np.nda
     :math:`y=\\mathrm{Re}\\sum_ic_ib_ih(\\lambda_i)`, over :math:`(\\lambda_{re,i},\\lambda_{im,i})`
     (interleaved, 2n x 2n): with :math:`A=b_ib_jc_ic_jS(\\lambda_i,\\lambda_j)`,
     :math:`B=b_i\\bar b_jc_i\\bar c_jS(\\lambda_i,\\bar\\lambda_j)`, the (i, j) block is
-    :math:`\\tfrac12\\begin{psmallmatrix}\\mathrm{Re}(A+B)&\\mathrm{Im}(B-A)\\\\-\\mathrm{Im}(A+B)&\\mathrm{Re}(B-A)\\end{psmallmatrix}`."""
+    :math:`\\tfrac12\\left(\\begin{smallmatrix}\\mathrm{Re}(A+B)&\\mathrm{Im}(B-A)\\\\-\\mathrm{Im}(A+B)&\\mathrm{Re}(B-A)\\end{smallmatrix}\\right)`."""
     w = b * c
     li, lj = lam[:, None], lam[None, :]
     A = w[:, None] * w[None, :] * S(li, lj, rho)
