@@ -1140,6 +1140,8 @@ def test_book_figures_link_their_files(tmp_path):
             'src="_figures/demo/demo-F1.png" alt="F1"><span><b>Fig. 1.1</b> F1 · A caption, as '
             "Fig. 1.1 (the paper&#x27;s Fig. 3A).</span></a>") in gallery
 
+    assert "mathjax" in gallery.lower()  # loaded on every page: the cards' math is typeset
+
     exported = execute.export_figures(tmp_path / "html", tmp_path / "export")
     assert [e["name"] for e in exported] == ["F1"]
     assert sorted(p.name for p in (tmp_path / "export" / "demo").iterdir()) == \
@@ -1452,3 +1454,14 @@ def test_show_code_typesets_docstrings():
         return 1 / x
     assert doc_markdown(f) == f"**`{f.__qualname__}`**" + ": Eq. (2): $\\frac{1}{x}$ for `x` > 0 via `real`, not \\$5."
     assert source_without_docstring(f) == "def f(x):\n    return 1 / x"
+
+
+def test_gallery_card_text_keeps_math_whole():
+    """A card's words: math as MathJax spans, escaped, never cut inside $...$."""
+    span = '<span class="math notranslate nohighlight">\\({}\\)</span>'
+    assert figures.card_text("Error $\\epsilon_q < 1$ & more") == \
+        "Error " + span.format("\\epsilon_q &lt; 1") + " &amp; more"
+    text = "x" * 130 + " $\\lambda_{\\max}$ and more"
+    assert figures.card_text(text) == "x" * 130 + "…"  # the cut would split the math: before it
+    assert figures.card_text("short") == "short"
+

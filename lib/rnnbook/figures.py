@@ -317,14 +317,25 @@ def _fill_gallery(app, doctree, docname: str) -> None:
             record = json.loads(meta.read_text())
             chapter, name = record["chapter"], record["name"]
             png = posixpath.relpath(f"{FIGURES_URL}/{chapter}/{chapter}-{name}.png", here or ".")
-            words = " ".join(_plain(env, record["caption"]).split())
-            words = html.escape(words[:140] + ("…" if len(words) > 140 else ""))
+            words = card_text(" ".join(_plain(env, record["caption"]).split()))
             cards.append(f'<a class="rnnbook-card" href="{page}#{anchor(fig)}">'
                          f'<img src="{png}" alt="{html.escape(name)}"><span><b>Fig. '
                          f'{figure_number(env, doc, fig)}</b> {html.escape(name)} · {words}</span></a>')
     for holder in holders:
         holder.replace_self(nodes.raw("", f'<div class="{GALLERY_CLASS}">{"".join(cards)}</div>',
                                       format="html"))
+
+
+def card_text(caption: str, limit: int = 140) -> str:
+    """A gallery card's words: the plain caption cut at ``limit`` characters (never inside
+    ``$...$``), escaped, its inline math as MathJax spans (typeset as on the chapters' pages)."""
+    if len(caption) > limit:
+        cut = caption[:limit]
+        cut = cut[:cut.rindex("$")] if cut.count("$") % 2 else cut
+        caption = cut.rstrip() + "…"
+    return "".join(html.escape(part) if i % 2 == 0 else
+                   f'<span class="math notranslate nohighlight">\\({html.escape(part)}\\)</span>'
+                   for i, part in enumerate(caption.split("$")))
 
 
 def _plain(env, caption: str) -> str:
@@ -348,6 +359,7 @@ def setup(app) -> dict:
     figure of the book links to its files, copied into the HTML build; the ``rnnbook-gallery``
     directive shows all of them on one page."""
     app.add_directive("rnnbook-gallery", _gallery_directive())
+    app.set_html_assets_policy("always")  # MathJax on every page: the gallery's raw HTML has math
     app.connect("doctree-resolved", _link_figures)
     app.connect("doctree-resolved", _fill_gallery)
     return {"parallel_read_safe": True, "parallel_write_safe": False}
