@@ -107,13 +107,15 @@ def ar1_inputs(n: int, L: int, rho: float, gen: torch.Generator) -> np.ndarray:
     return lfilter([s], [1.0, -rho], eps, axis=1)
 
 
-def mc_moments(lam: float, rho: float, n: int, gen: torch.Generator) -> dict[str, float]:
+def mc_moments(lam: float, rho: float, n: int, gen: torch.Generator,
+               L: int | None = None) -> dict[str, float]:
     """K1, K2 by Monte-Carlo: n AR(1) sequences of length :math:`\\lceil 20/(1-\\lambda)\\rceil`, the
     recurrence :math:`h_t=\\lambda h_{t-1}+x_t` and its sensitivity :math:`d_t = h_{t-1}+\\lambda d_{t-1}`
     (:math:`d_t = \\partial h_t/\\partial\\lambda`); returns the moments at the last step and their
-    standard errors."""
+    standard errors. ``L`` (synthesis S1): a finite sequence length instead, from :math:`h_0 = 0`
+    (then :math:`\\lambda = 1` is allowed)."""
     from scipy.signal import lfilter
-    L = int(math.ceil(20 / (1 - lam)))
+    L = int(math.ceil(20 / (1 - lam))) if L is None else L
     x = ar1_inputs(n, L, rho, gen)
     h = lfilter([1.0], [1.0, -lam], x, axis=1)
     d = lfilter([0.0, 1.0], [1.0, -lam], h, axis=1)

@@ -17,6 +17,7 @@ import torch
 
 from rnnbook.extrapolation.theory import (DTYPE, _powers, diagonal_loss_and_grads, eps_q,
                                           impulse_response, loss_and_grads, sym_grad, teacher_impulse)
+from rnnbook.stable_models.constraints import project_spectral_feasible
 
 
 FREEZE_LOSS = 1e-10  # a run is frozen once L < 1e-10 (spec §3)
@@ -74,8 +75,28 @@ def init_student(cfg: RunConfig) -> tuple[torch.Tensor, torch.Tensor, torch.Tens
     return A, B, C
 
 
+def project_students(A: np.ndarray, max_norm: np.ndarray, sym: np.ndarray) -> np.ndarray:
+    """Miller & Hardt's projected GD (ICLR 2019, App. C, eq. sm-proj) on a batch of students: each
+    run's A is replaced by its Frobenius-nearest point of :math:`\\{\\|A\\|_2 \\le \\lambda\\}`,
+    λ = ``max_norm`` per run (inf: unconstrained), in one call of
+    :func:`rnnbook.stable_models.constraints.project_spectral_feasible` as
+    :math:`P_\\lambda(A) = \\lambda P_1(A/\\lambda)`; runs inside (and non-finite ones) are left as
+    they are. A symmetric run's projected A is symmetrised (round-off of the SVD)."""
+    lam = max_norm[:, None, None]
+    i = np.flatnonzero(np.isfinite(A).all((1, 2)) & (np.sqrt((A * A).sum((1, 2))) > max_norm))
+    if len(i):  # ||A||_2 <= ||A||_F: the others are inside
+        Z = A[i] / lam[i]
+        P = project_spectral_feasible(torch.from_numpy(Z)).numpy()
+        P = np.where(sym[i, None, None], (P + P.swapaxes(1, 2)) / 2, P)  # round-off
+        A[i] = np.where((P != Z).any((1, 2))[:, None, None], lam[i] * P, A[i])
+    return A
+
+
 def train_students(configs: Sequence[RunConfig],
-                   progress: Callable[[Iterable], Iterable] = iter) -> list[dict[str, np.ndarray]]:
+                   progress: Callable[[Iterable], Iterable] = iter,
+                   max_norm: Sequence[float | None] | None = None,
+                   init: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+                   ) -> list[dict[str, np.ndarray]]:
     """Train all runs by full-batch GD as one batched float64 NumPy program on the CPU
     (closed-form gradient; there is no ``device`` option: the chapter's ``device`` reaches only the
     GRU students).
@@ -84,9 +105,17 @@ def train_students(configs: Sequence[RunConfig],
     less than :data:`STALL_DROP` over the last :data:`STALL_WINDOW` steps: ``stalled``), or when its
     loss rises above 10x its initial value or turns non-finite (``diverged``: a step-size failure,
     not an extrapolation failure); frozen runs leave the batch. Records L and eps_q at each checkpoint and the largest
-    imbalance :math:`\\|B-C^\\top\\|/\\|B\\|` seen during training (C4)."""
+    imbalance :math:`\\|B-C^\\top\\|/\\|B\\|` seen during training (C4).
+
+    ``max_norm`` (one bound λ or None per run; None: no run is constrained, today's program
+    unchanged): projected GD, :func:`project_students` after every step (synthesis chapter, S2).
+
+    ``init`` (None: :func:`init_student` for every run, today's program unchanged): the starting
+    (A, B, C), arrays (R, d, d), (R, d), (R, d) of one common d, e.g. smaller students zero-padded
+    so that students of several sizes train in one batch (synthesis chapter, S4)."""
     R = len(configs)
-    A, B, C = (torch.stack(t).numpy() for t in zip(*(init_student(c) for c in configs)))
+    A, B, C = ((torch.stack(t).numpy() for t in zip(*(init_student(c) for c in configs)))
+               if init is None else (np.array(x, dtype=np.float64) for x in init))
     K, q, T = (max(getattr(c, a) for c in configs) for a in ("k", "horizon_q", "steps"))
     h_hat_q = torch.stack([teacher_impulse(c.lam, c.w, q) for c in configs]).numpy()
     per_run = {  # per-run constants, gathered again whenever the batch shrinks
@@ -96,6 +125,8 @@ def train_students(configs: Sequence[RunConfig],
         "steps": np.array([c.steps for c in configs]),
         "sym": np.array([c.variant != "nonsym" for c in configs]),
     }
+    if max_norm is not None:
+        per_run["max_norm"] = np.array([math.inf if m is None else m for m in max_norm], dtype=float)
     checkpoints = sorted({t for c in configs for t in c.checkpoints})
     ck_L = np.full((R, len(checkpoints)), math.nan)
     ck_eps = np.full_like(ck_L, math.nan)
@@ -139,6 +170,8 @@ def train_students(configs: Sequence[RunConfig],
             lr = w["lr"][:, None]
             G_A = np.where(w["sym"][:, None, None], sym_grad(G_A), G_A)
             Aw = Aw - lr[..., None] * G_A
+            if max_norm is not None:
+                Aw = project_students(Aw, w["max_norm"], w["sym"])
             Bw = Bw - lr * G_B
             Cw = Cw - lr * G_C
     L = loss_and_grads(A, B, C, per_run["h_hat"], per_run["mask"])[0]

@@ -325,6 +325,18 @@ def inference_bound(lam: torch.Tensor, U: torch.Tensor, x: torch.Tensor, k: torc
     return lam[..., None] ** k * scale[..., None]
 
 
+def inference_depth(lam: torch.Tensor, U: torch.Tensor, x: torch.Tensor, eps: float,
+                    phi00: float = 0.0) -> torch.Tensor:
+    """Prop. 3 solved for k (eq. sm-prop3; synthesis S5): the depth
+    :math:`k_\\varepsilon = \\ln(B_0/\\varepsilon)/\\ln(1/\\lambda)` at which the bound
+    :math:`B_k = \\lambda^kB_0` of :func:`inference_bound` equals ε, :math:`B_0` its value at k = 0
+    (real-valued, 0 where :math:`B_0 \\le \\varepsilon`; the shortest truncation that the bound
+    guarantees within ε is :math:`\\lceil k_\\varepsilon\\rceil`). ``lam`` broadcasts against the
+    leading dimensions of ``U`` and ``x``."""
+    B0 = inference_bound(lam, U, x, torch.zeros(1, dtype=lam.dtype, device=lam.device), phi00)[..., 0]
+    return (torch.log(B0 / eps) / -torch.log(lam)).clamp(min=0)
+
+
 @one_thread
 def truncation_errors(S: TheorySettings, seed: int) -> dict[str, np.ndarray]:
     """C3: :math:`\\|h_T - h^k_T\\|` and its bound for every λ, instance and k = 1..K (float64),
