@@ -888,11 +888,20 @@ def test_chapter_code_version_leaves_out_the_other_chapters():
     files = {c: _rel(paths.version_files(c)) for c in paths.chapters()}
     everything = _rel(paths.version_files())
     for c, own in files.items():
-        assert {"cache.py", "params.py", "data.py", "gru.py"} <= own < everything
-        assert f"{c}/__init__.py" in own and f"{c}/plots.py" in own
-        assert not any(f.startswith(f"{o}/") for o in paths.chapters() if o != c for f in own)
+        used = set(paths.USES.get(c, ()))
+        assert {"cache.py", "params.py", "data.py", "gru.py"} <= own <= everything
+        assert own < everything or used == set(paths.chapters()) - {c}  # synthesis uses all four
+        assert f"{c}/__init__.py" in own and any(_plots(f) for f in own if f.startswith(f"{c}/"))
+        assert not any(f.startswith(f"{o}/") for o in set(paths.chapters()) - {c} - used for f in own)
+        assert all(f"{u}/__init__.py" in own for u in used)
     assert "stable_models/train.py" in files["stable_models"]
+    assert "extrapolation/train.py" in files["synthesis"]  # the synthesis chapter trains with it
     assert len({paths.code_version(c) for c in paths.chapters()}) == len(files)
+
+
+def _plots(rel: str) -> bool:
+    """Whether the library file ``rel`` (relative to lib/rnnbook) is a chapter's figures module."""
+    return paths.presentation_only(paths.LIB_DIR / rel) and "/" in rel
 
 
 def test_chapters_have_packages():
@@ -946,10 +955,11 @@ def test_no_import_cycle_and_plots_imported_by_sections_only():
         return None
     for m in graph:
         assert (found := cycle_from(m, [])) is None, " -> ".join(found)
-    for c in paths.chapters():
-        for m, deps in graph.items():
-            if f"rnnbook.{c}.plots" in deps:
-                assert m == f"rnnbook.{c}.sections", f"{m} imports rnnbook.{c}.plots"
+    plots = {m for m, p in files.items() if paths.presentation_only(p) and p.parent != paths.LIB_DIR}
+    assert "rnnbook.synthesis.plots_regulariser" in plots
+    for m, deps in graph.items():
+        for dep in deps & plots:
+            assert m == dep.rsplit(".", 1)[0] + ".sections", f"{m} imports {dep}"
 
 
 def test_results_version_leaves_out_presentation_only():
@@ -957,11 +967,14 @@ def test_results_version_leaves_out_presentation_only():
     for c in paths.chapters():
         code = _rel(paths.version_files(c))
         results = _rel(paths.version_files(c, results=True))
-        assert code - results == set(paths.PRESENTATION) | {f"{c}/plots.py"}
-        assert {"cache.py", "params.py", "run.py", "claims.py", f"{c}/theory.py"} <= results
+        assert code - results == set(paths.PRESENTATION) | {f for f in code if _plots(f)}
+        assert {f for f in code if _plots(f)} >= {f"{u}/plots.py" for u in paths.USES.get(c, ())}
+        assert {"cache.py", "params.py", "run.py", "claims.py", f"{c}/__init__.py"} <= results
         assert paths.results_version(c) != paths.code_version(c)
         assert rnnbook.setup(c, results_dir="/nonexistent").cache.code == paths.results_version(c)
     assert paths.presentation_only(paths.LIB_DIR / "extrapolation" / "plots.py")
+    assert paths.presentation_only(paths.LIB_DIR / "synthesis" / "plots_regulariser.py")
+    assert not paths.presentation_only(paths.LIB_DIR / "synthesis" / "regulariser.py")
     assert not paths.presentation_only(paths.LIB_DIR / "plots.py")  # not a chapter's
     assert not paths.presentation_only(paths.LIB_DIR / "stable_models" / "figures.py")
 

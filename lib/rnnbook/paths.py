@@ -26,7 +26,11 @@ def default_results_dir(profile: str) -> Path:
 # Modules that only present results (pages, tables, figures, the command line): no cached value
 # is computed by them, so the results version leaves them out, as it does each chapter's ``plots.py``.
 PRESENTATION = ("__main__.py", "bench.py", "display.py", "execute.py", "figures.py")
-PLOTS = "plots.py"  # a chapter package's figures (``<chapter>/plots.py``): presentation only
+PLOTS = "plots"  # a chapter package's figures (``<chapter>/plots.py``, ``plots_*.py``): presentation only
+# The chapters whose packages a chapter computes with besides its own (the synthesis chapter imports
+# the four papers' packages), so that its code version changes with theirs.
+USES: dict[str, tuple[str, ...]] = {
+    "synthesis": ("curse_of_memory", "extrapolation", "learning_dynamics", "stable_models")}
 
 
 def quiet() -> bool:
@@ -45,14 +49,16 @@ def presentation_only(path: Path) -> bool:
     """Whether the library file ``path`` only shows results: one of :data:`PRESENTATION`, or a
     chapter package's :data:`PLOTS`."""
     rel = path.relative_to(LIB_DIR)
-    return rel.name in (PRESENTATION if len(rel.parts) == 1 else (PLOTS,))
+    if len(rel.parts) == 1:
+        return rel.name in PRESENTATION
+    return rel.stem == PLOTS or rel.stem.startswith(PLOTS + "_")
 
 
 def version_files(chapter: str | None = None, results: bool = False) -> list[Path]:
-    """The library files a version hashes: all of them, or, for ``chapter``, all but the other
-    chapters' packages (``lib/rnnbook/<other chapter>/``); with ``results``, also without the
-    presentation modules (:func:`presentation_only`)."""
-    others = set(chapters()) - {chapter} if chapter else set()
+    """The library files a version hashes: all of them, or, for ``chapter``, all but the packages of
+    the chapters it does not use (``lib/rnnbook/<other chapter>/``, :data:`USES`); with ``results``,
+    also without the presentation modules (:func:`presentation_only`)."""
+    others = set(chapters()) - {chapter} - set(USES.get(chapter, ())) if chapter else set()
     return sorted(p for p in LIB_DIR.rglob("*.py") if ".ipynb_checkpoints" not in p.parts
                   and chapter_of(p) not in others and not (results and presentation_only(p)))
 
