@@ -26,6 +26,7 @@ BAD_PARAMETERS = {
     "learning_dynamics": [({"T": 0}, "T")],
     "curse_of_memory": [({"hidden_size": 63}, "hidden_size")],
     "stable_models": [({"hidden_size": 0}, "hidden_size")],
+    "synthesis": [({"lams": [0.9, 1.0]}, "lams")],
 }
 
 

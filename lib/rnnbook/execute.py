@@ -181,7 +181,7 @@ def _survey_run(run, chapter: str, parameters: dict[str, Any], root: Path, quiet
 # Quick-profile seconds of each chapter on 2 CPU cores, as last measured; they only decide which
 # chapter starts first where no execution on this machine says better (:func:`expected_seconds`).
 QUICK_SECONDS = {"stable_models": 305, "curse_of_memory": 235, "extrapolation": 136,
-                 "learning_dynamics": 92}
+                 "learning_dynamics": 92, "synthesis": 100}
 
 Execution = tuple[str, dict[str, Any], Path, Path | None]  # chapter, parameters, results dir, output
 
