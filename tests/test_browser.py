@@ -436,3 +436,10 @@ def test_broken_links_are_found(tmp_path):
     links = [page.as_uri() + "#top", page.as_uri() + "#nowhere", (tmp_path / "b.html").as_uri(),
              "https://example.org/x"]
     assert broken_links(links) == links[1:3]
+
+
+def test_execution_table_says_yes_not_emoji(reports):
+    """The execution-statistics table's status reads as a word (an emoji glyph shows as an empty
+    box where no emoji font is installed)."""
+    page = (HTML / "execution_statistics.html").read_text()
+    assert "✅" not in page and "❌" not in page and ">yes<" in page

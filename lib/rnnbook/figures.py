@@ -354,12 +354,25 @@ def _plain(env, caption: str) -> str:
     return re.sub(r"\{([\w:-]+)\}`([^`]*)`", role, caption)
 
 
+STATUS_WORDS = {"✅": "yes", "❌": "no"}  # myst-nb's execution-table glyphs: a box without an emoji font
+
+
+def _plain_status(app, doctree, docname: str) -> None:
+    """Sphinx ``doctree-resolved``: the execution-statistics table's status glyphs as words."""
+    from docutils import nodes
+
+    for text in list(doctree.findall(nodes.Text)):
+        if str(text) in STATUS_WORDS:
+            text.parent.replace(text, nodes.Text(STATUS_WORDS[str(text)]))
+
+
 def setup(app) -> dict:
     """Sphinx extension (``_config.yml``: ``sphinx.extra_extensions: [rnnbook.figures]``): each
     figure of the book links to its files, copied into the HTML build; the ``rnnbook-gallery``
-    directive shows all of them on one page."""
+    directive shows all of them on one page; the execution table says "yes"/"no", not emoji."""
     app.add_directive("rnnbook-gallery", _gallery_directive())
     app.set_html_assets_policy("always")  # MathJax on every page: the gallery's raw HTML has math
     app.connect("doctree-resolved", _link_figures)
     app.connect("doctree-resolved", _fill_gallery)
+    app.connect("doctree-resolved", _plain_status)
     return {"parallel_read_safe": True, "parallel_write_safe": False}

@@ -22,7 +22,7 @@ def plot_s3(res: dict, S: "sharpness.Settings"):
     final over initial loss against :math:`f=\\eta/\\eta^*` (one marker per run; colour: λ̂, open:
     wider student), the threshold f = 1 (vertical) and the divergence flag (10x, dotted)."""
     plt = _plt()
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.8), layout="constrained")
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4.8), layout="constrained")
     kk = np.arange(min(S.ks), max(S.ks) + 1)
     colours = {lam: f"C{i}" for i, lam in enumerate(S.lam_hats)}
     for lam, col in colours.items():
@@ -41,7 +41,7 @@ def plot_s3(res: dict, S: "sharpness.Settings"):
           title="(A) sharpness: eq. s3-lmax (lines) and autograd")
     a.set_xticks(S.ks, [str(k) for k in S.ks])
     a.minorticks_off()
-    a.legend(fontsize=8, ncol=2)
+    a.legend(ncol=2)
     sw = res["sweep"]
     ratio = sw["loss"] / sw["loss0"]
     one = sw["group"] == "one-mode"
@@ -57,5 +57,5 @@ def plot_s3(res: dict, S: "sharpness.Settings"):
           title=f"(B) GD from the teacher, {S.steps} steps")
     b.set_xticks(S.fs, [f"{f:g}" for f in S.fs])
     b.minorticks_off()
-    b.legend(fontsize=8, loc="center left")
+    b.legend(loc="center left")
     return fig
