@@ -137,12 +137,14 @@ def test_check_can_fail(mini):
 
 
 def test_verdict_partly_when_a_stable_student_reaches_q():
+    """A bound above lambda_needed may follow to q without changing the verdict; a grid with no
+    bound below it does not test the claim (partly)."""
     S = _mini()
-    per = {"d_hat=1": {"lambda=0.9": {"reach": S.horizon_q - 1},
-                       "unconstrained": {"median eps_q": 0.0}}}
-    assert s2.verdict(per, S, passed=True) == "partly"
-    per["d_hat=1"]["lambda=0.9"]["reach"] = 3
+    per = {"d_hat=1": {"lambda=0.9": {"reach": 3}, "lambda=0.9995": {"reach": S.horizon_q - 1},
+                       "unconstrained": {"median eps_q": 0.0, "lambda needed": 0.998}}}
     assert s2.verdict(per, S, passed=True) == "conflict"
+    del per["d_hat=1"]["lambda=0.9"]
+    assert s2.verdict(per, S, passed=True) == "partly"
 
 
 def test_unprojected_students_break_the_bound():

@@ -254,14 +254,16 @@ def check(res: dict[str, np.ndarray], S: Settings) -> dict:
 
 
 def verdict(per: dict, S: Settings, passed: bool) -> str:
-    """The claim's verdict (S2). Check passed: "conflict" when no projected student follows the
-    teacher to q while the unconstrained ones do (Miller & Hardt's "stable is enough" fails on a
-    λ̂ = 1 teacher), "partly" when a projected student also reaches q (the bound holds, but a
-    stable student suffices at that λ). Check failed: "inconclusive" when the unconstrained
-    students did not follow to q (a budget to fix), "partly" otherwise (the bound or the projection
-    failed)."""
-    stuck = all(v["reach"] < S.horizon_q - 1 for r in per.values() for k, v in r.items() if k != "unconstrained")
-    if passed:
-        return "conflict" if stuck else "partly"
-    free = all(r["unconstrained"]["median eps_q"] <= S.tol for r in per.values())
-    return "partly" if free else "inconclusive"
+    """The claim's verdict (S2). Check passed: "conflict" when the grid has bounds with a margin
+    wider than the horizon allows (λ < λ_needed of :func:`lambda_needed`) and no such projected
+    student follows the teacher to q while the unconstrained ones do (Miller & Hardt's "stable is
+    enough" fails on a λ̂ = 1 teacher for any fixed margin once q ≳ 2τ/(1-λ)); bounds above
+    λ_needed may follow to q without changing it; "partly" when no bound of the grid tests that
+    regime. Check failed: "inconclusive" when the unconstrained students did not follow to q (a
+    budget to fix), "partly" otherwise (the bound or the projection failed)."""
+    if not passed:
+        free = all(r["unconstrained"]["median eps_q"] <= S.tol for r in per.values())
+        return "partly" if free else "inconclusive"
+    tight = [v for r in per.values() for k, v in r.items()
+             if k != "unconstrained" and float(k.split("=")[1]) < r["unconstrained"]["lambda needed"]]
+    return "conflict" if tight and all(v["reach"] < S.horizon_q - 1 for v in tight) else "partly"
