@@ -67,3 +67,15 @@ def test_published_specifications_are_the_projects(page):
     if not SHARED_PAPERS.exists():
         pytest.skip(f"the project's specifications are not beside the book ({SHARED_PAPERS})")
     assert (SPECS / page).read_bytes() == source.read_bytes(), f"copy {source} to specs/{page}"
+
+
+def test_extrapolation_defaults_shared_with_the_synthesis_chapter():
+    """The synthesis chapter reuses the extrapolation chapter's default sigma and eta as constants
+    (rnnbook.extrapolation.experiments): they must be its parameter cell's values."""
+    import papermill
+
+    from rnnbook.extrapolation import experiments
+
+    cell = papermill.inspect_notebook(str(CHAPTERS_DIR / "extrapolation.ipynb"))
+    assert float(cell["lr"]["default"]) == experiments.LR
+    assert float(cell["init_scale"]["default"]) == experiments.INIT_SCALE

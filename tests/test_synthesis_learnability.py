@@ -110,6 +110,25 @@ def test_floor_check_can_fail(mini):
     assert not s4.solution_check(wrong, S)["passed"]
 
 
+def test_floor_check_accepts_the_other_local_minimum(mini):
+    """A d = 1 student that settled in E*(b)'s other basin sits at a minimum of Proca's energy: it
+    passes (and is not counted at b*); one a little off that minimum fails."""
+    S, res, _ = mini
+    r = s4._rows(res, 1, 2)[0]
+    s = s4._task(res, r)
+    (b_loc, _), = [m for m in s4.profile_minima(s) if abs(m[0] - ld.min_energy(s)[1]) > 0.05]
+    u_loc = float(ld.profile_energy(np.array([b_loc]), s)[1])
+    E_loc, b_loc = s4.nearest_minimum(s, b_loc, u_loc)
+    u_loc = float(ld.profile_energy(np.array([b_loc]), s)[1])
+    other = {x: res[x].copy() for x in ("A", "B", "C", "loss")}
+    other["A"][r, 0, 0], other["B"][r, 0], other["C"][r, 0] = b_loc, np.sqrt(abs(u_loc)), np.sign(u_loc) * np.sqrt(abs(u_loc))
+    other["loss"][r] = 2 * E_loc
+    c = s4.floor_check(dict(res, **other), S)
+    assert c["passed"] and c["rows"][0]["d=1 at b* (of n)"][0] == c["rows"][0]["d=1 at b* (of n)"][1] - 1
+    other["loss"][r] *= 1 + 1e-6
+    assert not s4.floor_check(dict(res, **other), S)["passed"]
+
+
 def test_profile_minima_has_the_global_minimum():
     s = s4.mode_task((1.0, -0.9), (0.5, 0.5), 5)
     E, b = ld.min_energy(s)

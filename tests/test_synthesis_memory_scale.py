@@ -148,7 +148,7 @@ def test_smoke_passes_and_agrees(smoke):
     S, res = smoke
     assert res["passed"] and res["verdict"] == "agree"
     v = s5.claim_value(res)
-    assert set(v["s - p"]) == set(s5.PREDICTIONS)
+    assert set(v["s - p"]) == {*s5.PREDICTIONS, "MH k_eps (raw)"}
     assert 0.05 < v["MH log correction"] < 0.15 and v["max |T(M_1/2/(c_p T) - 1)|"] <= S.sat_tol
 
 
@@ -187,3 +187,15 @@ def test_figure(smoke):
     fig.canvas.draw()
     assert len(fig.axes) == 3 and figures.smallest_text_px(fig) >= figures.MIN_TEXT_PX
     matplotlib.pyplot.close(fig)
+
+
+def test_raw_depth_is_judged_with_its_log_correction(instance):
+    """The raw k_eps passes at 1 + 1/ln(B_0/eps) (eq. syn-s5-mh) and fails without the logarithm
+    (its correction is about eight tolerances) or at another accuracy's correction."""
+    U, x = instance
+    qs, w = s5.quantities(U, x, 1e-3), (1e-3, 1e-1)
+    ell = s5.mh_log_correction(U, x, 1e-3, w)["L median"]
+    row = s5.raw_depth_row(qs, ell, 1e-3, w)
+    assert row["passed"] and row["predicted"] > 1.05
+    assert not s5._row("no log", "", row["fitted exponent"], 1.0, row["bias a_1 sigma_W"], row["tolerance"])["passed"]
+    assert not s5.raw_depth_row(qs, ell, 1e-9, w)["passed"]  # the correction of eps = 1e-9 is smaller

@@ -51,10 +51,10 @@ def test_one_mode_sums_are_the_chapters_closed_forms():
         assert S1 == pytest.approx((j * lam ** np.maximum(2 * j - 1, 0)).sum(), rel=1e-13)
         with np.errstate(divide="ignore", invalid="ignore"):  # its regulariser factor at λ̂ = 1
             assert S2 == pytest.approx(com.paper1_terms(lam, k)[1], rel=1e-13)
-        r = np.array([1.3])  # p + q is the LD chapter's tr G (mode_grads, gn=True) at a = c = r, b = λ̂
-        p, q, _ = S3.gn_blocks(lam, 1.69, k)
+        r = np.array([1.3])  # g_ll + g_rr is the LD chapter's tr G (mode_grads, gn=True) at a = c = r, b = λ̂
+        g_ll, g_rr, _ = S3.gn_blocks(lam, 1.69, k)
         trG = ld.mode_grads(r, np.array([lam]), r, np.zeros((1, k)), ld.powers(k), gn=True)[-1][0]
-        assert p + q == pytest.approx(trG, rel=1e-13)
+        assert g_ll + g_rr == pytest.approx(trG, rel=1e-13)
     assert S3.one_mode_sums(1.0, 10) == (10, 45, 285)  # k, k(k-1)/2, (k-1)k(2k-1)/6
     lam = 0.9  # k = inf: CoM's h2 and dh_dlamb at ρ = 0, and S1 -> λ/(1-λ²)²
     S0, S1, S2 = S3.one_mode_sums(lam, S3.stationary_length(lam))
@@ -103,13 +103,28 @@ def test_bracket_fails_with_a_wrong_lambda_max(tiny):
         c = S3.check(tiny["hessian"], sw, TINY)
         assert not c["bracket"] and not any(b["ok"] for b in c["brackets"] if b["group"] == "one-mode")
         assert c["verdict"] == "partly"
-        bad = [{**r, "rel. error": 1e-6} for r in tiny["hessian"]]  # and the Hessian off: conflict
-        assert S3.check(bad, sw, TINY)["verdict"] == "conflict"
+        bad = [{**r, "rel. error": 1e-6} for r in tiny["hessian"]]  # the derivation off: nothing carried
+        assert S3.check(bad, sw, TINY)["verdict"] == "inconclusive"
+
+
+def test_trends_fail_on_a_wrong_law(tiny, monkeypatch):
+    """The k^3 law and k_half are judged: sharpness a third too large at lam_hat = 1 (a k^3/3 too many),
+    or a k_half moved by more than 1 - lam_hat, fail the trends, and the verdict is conflict."""
+    rows = [{**r, "lambda_max measured": r["lambda_max measured"] * (1.34 if r["lam_hat"] == 1 else 1)}
+            for r in tiny["hessian"]]
+    tr = S3.trends(rows, TINY)
+    assert tr["k exponent ok"] and not tr["k^3 law ok"] and not tr["passed"]
+    assert S3.check(rows, tiny["sweep"], TINY)["verdict"] == "conflict"
+    S = replace(TINY, lam_hats=(0.99,))
+    assert S3.trends([], S)["k_half ok"]
+    k_half = S3.k_half
+    monkeypatch.setattr(S3, "k_half", lambda lam, w: k_half(lam, w) + 2)  # 0.02 off; tolerance 0.01
+    assert not S3.trends([], S)["k_half ok"]
 
 
 def test_deterministic(tiny):
     again = S3.sweep(TINY, seed=3)
-    for key in ("loss0", "loss", "grew", "rho"):
+    for key in ("loss0", "loss", "grew", "omega"):
         assert np.array_equal(again[key], tiny["sweep"][key])
     assert not np.array_equal(S3.sweep(TINY, seed=4)["loss0"], tiny["sweep"]["loss0"])
 

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 # A paper's claim is reproduced, partly, not reproduced or inconclusive; a prediction that carries
-# one paper into another's setting (the synthesis chapter) agrees, partly agrees or conflicts.
+# one paper into another's setting (the synthesis chapter) agrees, partly agrees or conflicts, and is
+# inconclusive when the derivation that joins the two papers fails its own check (nothing carried).
 VERDICTS = ("reproduced", "agree", "partly", "not reproduced", "conflict", "inconclusive")
 FIELDS = ("id", "statement", "source", "value", "tolerance", "verdict", "passed")
 TABLE_HEAD = ("id", "claim (source)", "measured", "tolerance", "verdict")
@@ -84,7 +85,8 @@ class Claims:
     def add(self, id: str, statement: str, source: str, value: Any, tolerance: str,
             passed: bool, verdict: str | None = None) -> Claim:
         """Record a claim. ``verdict`` defaults to "reproduced" if ``passed`` else "not reproduced";
-        pass "inconclusive" when too few runs converged to judge (then ``passed`` is False)."""
+        pass "inconclusive" when too few runs converged to judge, or (synthesis) when the derivation
+        joining two papers failed its check (then ``passed`` is False)."""
         if any(c.id == id for c in self.items):
             raise ValueError(f"claim id {id!r} recorded twice")
         if not isinstance(passed, (bool, np.bool_)):

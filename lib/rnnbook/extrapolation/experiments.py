@@ -24,6 +24,11 @@ from rnnbook.extrapolation.train import (FREEZE_LOSS, STALL_DROP, STALL_WINDOW, 
                                          run_seed, train_diagonal, train_students)
 
 
+# The chapter's default near-zero init scale sigma and GD step eta (its parameter cell's init_scale
+# and lr; tests/test_notebooks.py checks that they agree), which the synthesis chapter reuses.
+INIT_SCALE = 1e-2
+LR = 1e-2
+
 # Default teachers (spec §4, our choice): each includes lam = 1, memory that never decays.
 TEACHERS: dict[int, tuple[tuple[float, ...], tuple[float, ...]]] = {
     1: ((1.0,), (1.0,)),

@@ -25,10 +25,11 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
+from scipy.optimize import least_squares
 
 from rnnbook import params
 from rnnbook.extrapolation import theory as ex
-from rnnbook.extrapolation.experiments import TEACHERS
+from rnnbook.extrapolation.experiments import INIT_SCALE, LR, TEACHERS
 from rnnbook.extrapolation.train import RunConfig, init_student, run_seed, train_students
 from rnnbook.learning_dynamics import theory as ld
 
@@ -54,8 +55,8 @@ class Settings:
     one_mode: tuple[tuple[float, float], ...] = ((1.0, 1.0), (0.5, 1.1), (1.1, 0.5))
     two_mode: tuple[tuple[float, ...], tuple[float, ...]] = TEACHERS[2]
     ds: tuple[int, ...] = (1, 2, 3)
-    init_scale: float = 1e-2
-    lr: float = 1e-2
+    init_scale: float = INIT_SCALE
+    lr: float = LR
     horizon_q: int = 20
     dense: int = 5
     n_points: int = 64
@@ -326,41 +327,59 @@ def profile_minima(s: np.ndarray, B: float = 3.0, n: int = 6001) -> list[tuple[f
     return [(float(b[j]), float(E[j])) for j in i]
 
 
+def nearest_minimum(s: np.ndarray, b: float, u: float) -> tuple[float, float]:
+    """The minimum of Proca's one-mode energy (eq. ld-energy, τ = 1) nearest a point (b, u): Levenberg-
+    Marquardt on the residuals :math:`s_i - u\\,b^{T-i}` from there (as ``min_energy`` polishes its
+    global minimum). Returns (E, b) at that minimum."""
+    k = ld.powers(len(s))
+    fit = least_squares(lambda p: s - p[1] * p[0] ** k, [b, u], xtol=1e-15, ftol=1e-15, gtol=1e-15, method="lm")
+    return 0.5 * float((fit.fun ** 2).sum()), float(fit.x[0])
+
+
 def floor_check(res: dict, S: Settings) -> dict:
     """S4b: on the two-mode teacher, per k: Proca's minimum energy (C2, ``min_energy``: the best single
-    exponential) times 2 against each d = 1 student's final loss (relative), its b* against the
-    student's A; and the median final loss of each wider d against the gate (zero loss) and the floor."""
-    out, at_floor, below = [], True, True
+    exponential, the floor) times 2; each d = 1 student's final loss against 2E at the minimum of the
+    energy nearest its weights (:func:`nearest_minimum`; relative), which is the floor's b* or
+    :math:`E^*(b)`'s other local minimum, depending on the basin its start lies in; and the median
+    final loss of each wider d against the gate (zero loss) and the floor."""
+    out, at_min, below = [], True, True
     for k in S.ks:
         r1 = [i for i in _rows(res, 1, 2) if res["k"][i] == k]
         s = _task(res, r1[0])
         E, b = ld.min_energy(s)
         u = float(ld.profile_energy(np.array([b]), s)[1])  # u* = S_1 / S_2 at b*
-        floor_err = np.abs(res["loss"][r1] / (NORM * E) - 1)
+        near = [nearest_minimum(s, res["A"][i, 0, 0], res["B"][i, 0] * res["C"][i, 0]) for i in r1]
+        min_err = np.abs(res["loss"][r1] / (NORM * np.array([e for e, _ in near])) - 1)
+        at_floor = [abs(bm - b) <= 1e-6 for _, bm in near]
         row = {"k": k, "2E* (Proca floor)": NORM * E, "b*": b, "u*": u,
-               "max |L_d=1 / 2E* - 1|": float(floor_err.max()),
-               "max |A_d=1 - b*|": float(np.max(np.abs(res["A"][r1, 0, 0] - b))),
-               "d=1 at b* (of n)": (int(np.sum(np.abs(res["A"][r1, 0, 0] - b) <= 1e-6)), len(r1)),
+               "max |L_d=1 / 2E_min - 1|": float(min_err.max()),
+               "min L_d=1 / 2E*": float(np.min(res["loss"][r1]) / (NORM * E)),
+               "d=1 at b* (of n)": (int(sum(at_floor)), len(r1)),
                "eps_q d=1 (median)": float(np.median(res["eps"][r1])), "local minima (b, 2E)":
                    [(bb, NORM * e) for bb, e in profile_minima(s)]}
-        at_floor &= row["max |L_d=1 / 2E* - 1|"] <= S.tol_floor
+        at_min &= row["max |L_d=1 / 2E_min - 1|"] <= S.tol_floor and row["min L_d=1 / 2E*"] >= 1 - S.tol_floor
         for d in S.ds[1:]:
             rd = [i for i in _rows(res, d, 2) if res["k"][i] == k]
             row[f"median L d={d}"] = float(np.median(res["loss"][rd]))
             row[f"median eps_q d={d}"] = float(np.median(res["eps"][rd]))
             below &= row[f"median L d={d}"] <= S.gate
         out.append(row)
-    return {"rows": out, "d=1 at the floor": bool(at_floor), "wider below": bool(below),
-            "passed": bool(at_floor and below)}
+    return {"rows": out, "d=1 at a minimum": bool(at_min), "wider below": bool(below),
+            "passed": bool(at_min and below)}
 
 
 def check(res: dict, S: Settings, seed: int) -> dict:
-    """Both claims: S4a (mapping, paths, zero-loss solution, learning time) and S4b (the floor)."""
+    """Both claims: S4a (mapping, paths, zero-loss solution, learning time) and S4b (the floor).
+    S4a is "inconclusive" when the mapping or the two trainers' identity fails (the bridge between
+    the papers broke), "conflict" when GD misses Proca's solution, "partly" when only the half time
+    misses; S4b is "partly" when only the wider students miss the gate, "conflict" otherwise."""
     parts = {"mapping": mapping_check(S, seed), "path": path_check(res, S),
              "solution": solution_check(res, S), "time": learning_time(res, S)}
     floor = floor_check(res, S)
-    exact = parts["mapping"]["passed"] and parts["path"]["passed"] and parts["solution"]["passed"]
-    s4a = "agree" if exact and parts["time"]["passed"] else "partly" if exact else "conflict"
-    s4b = "agree" if floor["passed"] else "partly" if floor["d=1 at the floor"] else "conflict"
+    bridge = parts["mapping"]["passed"] and parts["path"]["passed"]
+    exact = bridge and parts["solution"]["passed"]
+    s4a = ("agree" if exact and parts["time"]["passed"] else "partly" if exact else "conflict" if bridge
+           else "inconclusive")
+    s4b = "agree" if floor["passed"] else "partly" if floor["d=1 at a minimum"] else "conflict"
     return {**parts, "floor": floor, "s4a_passed": bool(exact and parts["time"]["passed"]),
             "s4a_verdict": s4a, "s4b_passed": floor["passed"], "s4b_verdict": s4b}

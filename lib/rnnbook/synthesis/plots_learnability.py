@@ -24,8 +24,8 @@ def plot_s4(res: dict, chk: dict, S: "learnability.Settings"):
     extrapolation trainer (circles) and 2E of Proca's ``mode_gd`` (line), with the logistic's half
     time (eq. 47, b frozen at its init; dotted verticals). (B) the two-mode teacher: loss of the
     d = 1 (both trainers), 2 and 3 students (every seed), Proca's floor 2E* (dashed) and the zero-loss
-    gate (dotted). (C) impulse responses of the first seed: teacher, students and the best single
-    exponential :math:`u^*b^{*j}` (crosses); the training window j < k shaded. (D) Proca's profile
+    gate (dotted). (C) impulse responses of the first seed: teacher, the d = 1 student (line), the
+    wider students (open markers) and the best single exponential :math:`u^*b^{*j}` (crosses); the training window j < k shaded. (D) Proca's profile
     energy 2E*(b) (u minimised) of the two-mode teacher and the d = 1 students' final (A, L)."""
     plt = _plt()
     from matplotlib.lines import Line2D
@@ -39,8 +39,9 @@ def plot_s4(res: dict, chk: dict, S: "learnability.Settings"):
     q = np.arange(S.horizon_q)
     ax.axvspan(-0.5, k - 0.5, color="0.92", zorder=0, label="training window $j < k$")
     ax.plot(q, res["h_hat"][_first(res, 1, 2, k)[0]], color="0.4", lw=5, label="teacher $\\hat h_j$")
-    for c, d in enumerate(S.ds):
-        ax.plot(q, res["h"][_first(res, d, 2, k)[0]], color=f"C{c + 3}", lw=1.8, label=f"$d = {d}$")
+    for c, d in enumerate(S.ds):  # d = 1 a line; the wider students markers, seen on the teacher
+        style = {"lw": 1.8} if d == 1 else {"ls": "", "marker": "os^"[c % 3], "mfc": "none", "ms": 5 + 2 * c}
+        ax.plot(q, res["h"][_first(res, d, 2, k)[0]], color=f"C{c + 3}", label=f"$d = {d}$", **style)
     ax.plot(q, floor["u*"] * floor["b*"] ** q, "k+", ms=10, label="best single exp. $u^*b^{*j}$")
     ax.set(xlabel="tap $j$", ylabel="$h_j$", title="(C) impulse responses, two-mode teacher")
     ax.legend(loc="upper right", ncol=2)

@@ -55,7 +55,7 @@ def plot_s5(res: dict, S: "memory_scale.Settings"):
     :math:`\\sum_{k<T}b^{2k}` (T = ∞: circles; finite T: greens), a slope-1 reference (dotted) and the
     fit window (grey); (b) the same for the exponent-3 quantities :math:`E[(d_\\lambda h)^2]` and the
     curvature :math:`\\sum_{k<T}k^2b^{2(k-1)}`; (c) every curve's local exponent
-    :math:`d\\ln q/d\\ln M`, Miller & Hardt's predicted :math:`1 + 1/\\ln(B_0/\\varepsilon)` (dashed)
+    :math:`d\\ln Q/d\\ln M`, Miller & Hardt's predicted :math:`1 + 1/\\ln(B_0/\\varepsilon)` (dashed)
     and the half-exponent points :math:`M_{1/2}` of the finite-T terms (dots)."""
     plt = _plt()
     fig = plt.figure(figsize=(11, 9.2), layout="constrained")
@@ -86,7 +86,7 @@ def plot_s5(res: dict, S: "memory_scale.Settings"):
         ax_c.axhline(p, color="0.45", ls=":", lw=1.5)
     ax_c.axvspan(1 / S.window[1], 1 / S.window[0], color="0.9", zorder=0)
     ax_c.set(xscale="log", xlabel="memory scale $M = 1/(1-\\lambda)$", ylim=(-0.1, 3.4),
-             ylabel="local exponent $d\\ln q/d\\ln M$", title="(c) local exponents")
+             ylabel="local exponent $d\\ln Q/d\\ln M$", title="(c) local exponents")
     handles, labels = (a + c for a, c in zip(ax_a.get_legend_handles_labels(), ax_c.get_legend_handles_labels()))
     fig.legend(handles, labels, loc="outside lower center", ncol=3)
     return fig

@@ -229,7 +229,9 @@ def saturation(Ts) -> list[dict[str, float]]:
 # ----------------------------------------------------------------------------- the section
 def compute(S: Settings, seed: int, device: torch.device = torch.device("cpu")) -> dict:
     """Everything S1 shows: the exact split at ``S.exact_Ts``, the closed forms against each other,
-    the Monte-Carlo grid and the crossover, and the two claims' pass flags."""
+    the Monte-Carlo grid and the crossover, and the two claims' pass flags and verdicts. A failed
+    identity (S1a) is "inconclusive": the bridge between the papers broke, so nothing is carried
+    across; a failed crossover (S1b) on a sound identity is "partly"."""
     split = [split_check(S.a, 1 - x, S.c, T, S.beta, seed + i) for i, T in enumerate(S.exact_Ts)
              for x in (0.5, 0.1, 0.0)]
     split_err = max(v for r in split for k, v in r.items() if k != "T")
@@ -238,14 +240,17 @@ def compute(S: Settings, seed: int, device: torch.device = torch.device("cpu")) 
     cross = crossover_check(S, seed + 1)
     identity_ok = split_err <= S.exact_tol and max(closed.values()) <= S.exact_tol and grid["passed"]
     return {"split": split, "split_err": split_err, "closed": closed, "grid": grid, "cross": cross,
-            "identity_passed": bool(identity_ok), "readings_passed": cross["passed"]}
+            "identity_passed": bool(identity_ok), "readings_passed": cross["passed"],
+            "identity_verdict": "agree" if identity_ok else "inconclusive",
+            "readings_verdict": "agree" if cross["passed"] else "partly" if identity_ok else "inconclusive"}
 
 
 def numbers(res: dict, S: Settings) -> dict[str, float]:
     """S1's numbers for the text: the round-off errors, the Monte-Carlo comparisons (count, largest
     |z|, tolerance, union-bound false-alarm chance in %, the relative standard error √(2/n) of a
     Gaussian second moment in %), the predicted and measured T(1 - b_x) at the largest T, the
-    largest |relative error|·T over the crossover lengths, and the curvature at b = 1 over T³/3."""
+    largest |relative error|·T over the crossover lengths, the curvature at b = 1 over T³/3, and the
+    most terms of a sum held to round-off (:func:`closed_form_check`'s stationary lengths)."""
     cr, T = res["cross"]["rows"], max(S.cross_Ts)
     last = next(r for r in cr if r["T"] == T)
     n_cmp = res["grid"]["n_cmp"] + len(MOMENTS) * len(cr)
@@ -257,4 +262,5 @@ def numbers(res: dict, S: Settings) -> dict[str, float]:
             "s1_cm_var": last["T(1-b_x) variance"], "s1_cm_curv": last["T(1-b_x) curvature"],
             "s1_bx_var": last["b_x variance"], "s1_bx_curv": last["b_x curvature"],
             "s1_relT": max(abs(r[f"rel. err {m}"]) * r["T"] for r in cr for m in MOMENTS),
+            "s1_terms": max(max(S.Ts), *(math.ceil(20 / x) for x in S.one_minus_b if 0 < x < 1)),
             "s1_curv_sat": res["cross"]["saturation"][-1]["curvature / (T^3/3)"]}

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from rnnbook import params
-from rnnbook.extrapolation.experiments import TEACHERS
+from rnnbook.extrapolation.experiments import INIT_SCALE, LR, TEACHERS
 from rnnbook.extrapolation.theory import teacher_impulse
 from rnnbook.extrapolation.train import RunConfig, run_seed, train_students
 from rnnbook.stable_models.constraints import spectral_norm
@@ -42,9 +42,9 @@ class Settings:
     steps: int  # GD steps
     horizon_q: int  # the horizon q of eps_q
     tol: float  # the tolerance τ of eps_q (the extrapolation chapter's)
-    init_scale: float = 1e-2  # σ of the near-zero init (the chapter's)
+    init_scale: float = INIT_SCALE  # σ of the near-zero init (the chapter's)
 
-    lr: float = 1e-2  # step size (the chapter's)
+    lr: float = LR  # step size (the chapter's)
     norm_tol: float = 1e-12  # relative round-off allowed on ||A||_2 <= λ
 
     def __post_init__(self):
