@@ -84,9 +84,10 @@ CHECK_JS = r"""
     claims: [...main.querySelectorAll('.claims-table:not(.rnnbook-full-results) tbody tr')].map(
       tr => [text(tr.cells[0]), text(tr.cells[tr.cells.length - 1].querySelector('.verdict-badge'))]),
     long_cells: [...main.querySelectorAll('.claims-table td')].map(td => {
-      const c = td.cloneNode(true); c.querySelectorAll('details').forEach(d => d.remove());
+      const c = td.cloneNode(true);  // a collapsed <details> shows its summary, not the rest
+      c.querySelectorAll('details').forEach(d => d.replaceWith(d.querySelector('summary') || ''));
       return c.textContent.trim().replace(/\s+/g, ' ');
-    }).filter(t => t.length > 160).map(t => t.slice(0, 80)),
+    }).filter(t => t.length > 120).map(t => t.slice(0, 80)),
     verdict_boxes: [...main.querySelectorAll('.verdict-box')].map(
       b => [...b.querySelectorAll('.verdict-badge')].map(text)),
     scorecard: [...main.querySelectorAll('.verdict-summary')].map(text),

@@ -355,6 +355,18 @@ def test_claims_load_round_trip_and_table(run):
     assert long.startswith("<details><summary>key0: 0.333, key1: 0.333") and "key19: 0.333" in long
 
 
+def test_claims_table_cells_show_at_most_long_characters(run):
+    """Issue 25: no claims-table cell shows more than LONG characters outside a collapsed <details>
+    (its summary counts): a long statement leaves room for its source."""
+    import re
+    run.claim("C1", "word " * 40, "Proca et al. Lemma 3.2, eq. (ld-split), E1; Zucchet & Orvieto Fig. 1",
+              {f"k{i}": 1.0 for i in range(30)}, "tolerance " * 20, passed=True)
+    for td in re.findall(r"<td[^>]*>(.*?)</td>", run.claims.table_html(), re.S):
+        shown = re.sub(r"<details><summary>(.*?)</summary>.*?</details>", r"\1", td, flags=re.S)
+        text = re.sub(r"<[^>]+>", "", shown).replace("&amp;", "&")
+        assert len(text) <= claims_mod.LONG, text
+
+
 def test_format_value():
     assert claims_mod.format_value(0.123456) == "0.123"
     assert claims_mod.format_value({"a": 1.0, "b": [2.5e-7, 3]}) == "a: 1, b: [2.5e-07, 3]"

@@ -115,7 +115,8 @@ class Claims:
         rows = []
         for c in sorted(self.items, key=id_order):
             cid = html.escape(c.id)
-            claim = (f'{collapsed(c.statement, 110)}<br>'
+            source = shown(c.source, 40)  # the statement gets the rest of the cell's LONG characters
+            claim = (f'{collapsed(c.statement, LONG - len(source))}<br>'
                      f'<span class="claim-source">{collapsed(c.source, 40)}</span>')
             verdict = (f'{verdict_badge(c.verdict)}<br><span class="claim-check">our check '
                        f'{"✓" if c.passed else "✗ FAILED"}</span>'
@@ -239,14 +240,19 @@ def value_html(value: Any) -> str:
     return collapsed(format_value(value), LONG, "<br>".join(lines))
 
 
+def shown(text: str, limit: int = LONG) -> str:
+    """What a claims-table cell shows of ``text`` (unescaped): all of it up to ``limit`` characters,
+    else its first words and " …", at most ``limit`` characters."""
+    return text if len(text) <= limit else text[:limit - 10].rsplit(" ", 1)[0] + " …"
+
+
 def collapsed(text: str, limit: int = LONG, full: str | None = None) -> str:
     """``text`` escaped (or its HTML ``full``), collapsed under its first words (``<details>``)
     when it is longer than ``limit`` characters (all chapters' claims tables)."""
     full = html.escape(text) if full is None else full
     if len(text) <= limit:
         return full
-    head = html.escape(text[:limit - 10].rsplit(" ", 1)[0]) + " …"
-    return f"<details><summary>{head}</summary>{full}</details>"
+    return f"<details><summary>{html.escape(shown(text, limit))}</summary>{full}</details>"
 
 
 def spearman(x: Any, y: Any) -> float:
