@@ -4,7 +4,9 @@ Teachers and their impulse responses, the extrapolation error :math:`\\epsilon_q
 population loss over length-k sequences (Eq. 3.4, rebuilt from the whitened-input statement) and its gradient in closed form (claim C9), the
 symmetric-gradient update, Prop. 3's student that fits k steps and fails to extrapolate (C3), the mass
 a moment-matching measure puts off the teacher's support (C7), a student's spectrum and its
-Wasserstein distance to the teacher (E1), and the loss of diagonal students (E2). float64 throughout.
+Wasserstein distance to the teacher (E1), and the loss of diagonal students (E2). float64 throughout;
+the closed form and the GD step the trainer takes with it are batched torch programs on the
+tensors' device.
 """
 from __future__ import annotations
 
@@ -49,40 +51,92 @@ def population_loss(h: torch.Tensor, h_hat: torch.Tensor, k: torch.Tensor) -> to
 
 
 # ----------------------------------------------------------------------------- closed-form gradient
-def loss_and_grads(A: np.ndarray, B: np.ndarray, C: np.ndarray, h_hat: np.ndarray,
-                   mask: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Population loss and its gradient in closed form (spec §3). With :math:`v_m = A^m B`,
-    :math:`u_m = C A^m` and :math:`r_j = h_j-\\hat h_j` (zero for j >= k, as ``mask`` says):
+BLOCK_BYTES = 2 ** 19  # the A of one block of runs on the CPU: half of a 1 MiB L2 cache
+
+
+def run_blocks(A: torch.Tensor, k: Sequence[int], n_sym: int) -> list[tuple[slice, bool, int]]:
+    """Blocks of runs whose matrices stay in cache while all their powers are applied: the first
+    ``n_sym`` runs (symmetric A), then the rest; each block with whether it is symmetric and the
+    powers its runs need, their largest k (runs sorted by k need few). One block each on a GPU."""
+    R, size = A.shape[0], A[0].numel() * A.element_size()
+    n = R if A.device.type != "cpu" else max(1, BLOCK_BYTES // size)
+    return [(slice(a, min(a + n, hi)), sym, max(k[a:min(a + n, hi)]))
+            for lo, hi, sym in ((0, n_sym, True), (n_sym, R, False)) for a in range(lo, hi, n)]
+
+
+def krylov(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, k: Sequence[int], n_sym: int = 0
+           ) -> torch.Tensor:
+    """:math:`v_m = A^m B` and :math:`u_m = C A^m` for m < max k (spec §3), as rows of P (K, R, 2, d):
+    ``P[m, :, 0]`` = v_m, ``P[m, :, 1]`` = u_m (zero for m >= the block's largest k, where the
+    gradient does not need them). Batched over runs A (R, d, d), B, C (R, d) of lengths k, one
+    block of runs at a time (:func:`run_blocks`), one product per power and block: the first
+    ``n_sym`` runs have a symmetric A, whose powers act on both rows at once,
+    :math:`[v_{m+1}; u_{m+1}] = [v_m; u_m] A`; the others' rows take :math:`A^\\top` and A in turn."""
+    X, d, K, blocks = torch.stack([B, C], 1), B.shape[-1], max(k), []
+    for r, sym, Kr in run_blocks(A, k, n_sym):
+        if sym:
+            x, M = X[r], A[r]
+        else:  # each run's rows v_m^T and u_m, one after the other, times A^T and A
+            x, M = X[r].reshape(-1, 1, d), torch.stack([A[r].mT, A[r]], 1).flatten(0, 1)
+        xs = [x]
+        for _ in range(1, Kr):
+            xs.append(torch.bmm(xs[-1], M))
+        xs += [torch.zeros_like(x)] * (K - Kr)
+        blocks.append(torch.stack(xs).view(K, -1, 2, d))
+    return torch.cat(blocks, 1)
+
+
+def residuals(P: torch.Tensor, C: torch.Tensor, h_hat: torch.Tensor, mask: torch.Tensor
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Population loss :math:`L=\\sum_{j<k}r_j^2` (Eq. 3.4) and :math:`2r_j`, zero for j >= k
+    (``mask``), with :math:`h_j = C v_j` from :func:`krylov`'s P (K, R, 2, d); ``h_hat`` and
+    ``mask`` (R, >= K) are cut to K."""
+    h, K = (P[:, :, 0] * C).sum(-1).T, P.shape[0]
+    r2 = 2 * (h - h_hat[:, :K]) * mask[:, :K]
+    return (r2 * r2).sum(-1) / 4, r2
+
+
+def grad_factors(P: torch.Tensor, r2: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """:math:`\\partial_A L = U^\\top W` with rows :math:`U_m = u_m`, :math:`W_m=\\sum_n 2r_{m+n+1}v_n`
+    (Hankel weights); :math:`\\partial_B L=\\sum_j 2r_j u_j^\\top`, :math:`\\partial_C L=\\sum_j 2r_j v_j^\\top`.
+    Returns (U, W, G_B, G_C), U and W (R, K, d)."""
+    K = r2.shape[-1]
+    Hk = torch.nn.functional.pad(r2, (0, K))[:, 1:].unfold(-1, K, 1).contiguous()  # [m, n]: 2 r_{m+n+1}
+    G_CB = (r2.T[..., None, None] * P).sum(0)
+    return P[:, :, 1].transpose(0, 1), torch.bmm(Hk, P[:, :, 0].transpose(0, 1)), G_CB[:, 1], G_CB[:, 0]
+
+
+def loss_and_grads(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, h_hat: torch.Tensor,
+                   k: Sequence[int], n_sym: int = 0) -> tuple[torch.Tensor, ...]:
+    """Population loss and its gradient in closed form (spec §3, claim C9). With :math:`v_m = A^m B`,
+    :math:`u_m = C A^m` and :math:`r_j = h_j-\\hat h_j` (zero for j >= k):
 
     :math:`\\partial_A L=\\sum_{m+n+1<k}2r_{m+n+1}u_m^\\top v_n^\\top`,
     :math:`\\partial_B L=\\sum_j 2r_j u_j^\\top`, :math:`\\partial_C L=\\sum_j 2r_j v_j^\\top`.
 
-    Batched over runs in float64 numpy: A (R, d, d), B, C (R, d), ``h_hat`` and ``mask`` (R, K) with
-    K = max k; returns (L, G_A, G_B, G_C). The models are tiny, so this is written with few,
-    batched operations."""
-    R, K = h_hat.shape
-    # columns m of P: v_m for the first R rows, u_m^T = (A^T)^m C^T for the last R
-    M = np.concatenate([A, A.swapaxes(1, 2)])
-    x = np.concatenate([B, C])[..., None]
-    P = np.empty((2 * R, A.shape[1], K))
-    P[..., 0] = x[..., 0]
-    for m in range(1, K):
-        x = M @ x
-        P[..., m] = x[..., 0]
-    v, u = P[:R], P[R:]
-    h = (C[..., None] * v).sum(1)
-    r2 = 2 * (h - h_hat) * mask  # 2 r_j
-    L = (r2 * r2).sum(-1) / 4
-    Hk = np.concatenate([r2, np.zeros_like(r2)], -1)[:, _hankel(K)]  # 2 r_{m+n+1}
-    G_A = u @ (v @ Hk).swapaxes(1, 2)  # sum_m u_m^T (sum_n 2 r_{m+n+1} v_n)^T
-    G_CB = (P @ np.concatenate([r2, r2])[..., None])[..., 0]
-    return L, G_A, G_CB[R:], G_CB[:R]
+    Batched over runs in float64 torch (on the tensors' device): A (R, d, d), B, C (R, d),
+    ``h_hat`` (R, K) with K = max k, one k per run, the first ``n_sym`` runs with a symmetric A;
+    returns (L, G_A, G_B, G_C). The trainer applies the same factors block by block
+    (:func:`descend`)."""
+    k = [int(x) for x in k]
+    mask = torch.arange(max(k), device=A.device) < torch.tensor(k, device=A.device)[:, None]
+    P = krylov(A, B, C, k, n_sym)
+    L, r2 = residuals(P, C, h_hat, mask)
+    U, W, G_B, G_C = grad_factors(P, r2)
+    return L, U.mT @ W, G_B, G_C
 
 
-def _hankel(K: int) -> np.ndarray:
-    """Index m + n + 1 for the Hankel weights of the A-gradient."""
-    i = np.arange(K)
-    return i[:, None] + i[None, :] + 1
+def descend(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, P: torch.Tensor, r2: torch.Tensor,
+            lr: torch.Tensor, k: Sequence[int], n_sym: int) -> None:
+    """One GD step in place, from :func:`krylov`'s P and :func:`residuals`' 2r: per block of runs
+    (:func:`run_blocks`) :math:`A \\leftarrow A - \\eta\\,G` with :math:`G = U^\\top W`, or
+    :func:`sym_grad` of it for a symmetric A (the update of its upper triangle); B, C likewise."""
+    U, W, G_B, G_C = grad_factors(P, r2)
+    for r, sym, Kr in run_blocks(A, k, n_sym):
+        G = torch.bmm(U[r, :Kr].mT, W[r, :Kr])  # the rows m >= k of U and W are zero
+        A[r] -= lr[r, None, None] * (sym_grad(G) if sym else G)
+    B -= lr[:, None] * G_B
+    C -= lr[:, None] * G_C
 
 
 def _random_students(seed: int, runs: int, d: int, K: int):
@@ -97,7 +151,7 @@ def _random_students(seed: int, runs: int, d: int, K: int):
         yield variant, A, B, C, h_hat, k
 
 
-def _upper_triangle_update(seed: int, runs: int, d: int, K: int) -> tuple[np.ndarray, np.ndarray]:
+def _upper_triangle_update(seed: int, runs: int, d: int, K: int) -> tuple[torch.Tensor, torch.Tensor]:
     """On the non-symmetric students of :func:`_random_students`: the closed-form G of a symmetric
     A stored as its upper triangle, and autograd's gradient on that upper triangle
     (:math:`A` = triu(theta) + triu(theta, 1)^T)."""
@@ -105,28 +159,31 @@ def _upper_triangle_update(seed: int, runs: int, d: int, K: int) -> tuple[np.nda
     theta = torch.triu(A).clone().requires_grad_()
     L = population_loss(impulse_response(torch.triu(theta) + torch.triu(theta, 1).transpose(1, 2),
                                          B, C, K), h_hat, k)
-    auto = torch.triu(torch.autograd.grad(L.sum(), theta)[0]).numpy()
-    Asym = (torch.triu(A) + torch.triu(A, 1).transpose(1, 2)).numpy()
-    G = loss_and_grads(Asym, B.numpy(), C.numpy(), h_hat.numpy(),
-                       (torch.arange(K) < k[:, None]).numpy())[1]
+    auto = torch.triu(torch.autograd.grad(L.sum(), theta)[0])
+    Asym = torch.triu(A) + torch.triu(A, 1).transpose(1, 2)
+    G = loss_and_grads(Asym, B, C, h_hat, k, n_sym=runs)[1]
     return G, auto
+
+
+def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    """:math:`\\|a-b\\|/\\|b\\|` (Frobenius)."""
+    return float((a - b).norm() / b.norm())
 
 
 def gradient_check(seed: int, runs: int = 6, d: int = 7, K: int = 5) -> dict[str, float]:
     """C9: largest relative difference between :func:`loss_and_grads` and autograd on random
-    students (symmetric and not) and random targets, over L and the three gradients; and between
-    :func:`sym_grad` and autograd through the upper-triangle parametrisation of a symmetric A."""
+    students (symmetric, through the powers of A acting on [B; C] at once, and not) and random
+    targets, over L and the three gradients; and between :func:`sym_grad` and autograd through the
+    upper-triangle parametrisation of a symmetric A."""
     out = {}
     for variant, A, B, C, h_hat, k in _random_students(seed, runs, d, K):
-        closed = loss_and_grads(*(t.numpy() for t in (A, B, C, h_hat)),
-                                (torch.arange(K) < k[:, None]).numpy())
+        closed = loss_and_grads(A, B, C, h_hat, k, n_sym=runs if variant == "symmetric" else 0)
         P = [x.clone().requires_grad_() for x in (A, B, C)]
         L = population_loss(impulse_response(*P, K), h_hat, k)
         auto = (L.detach(), *torch.autograd.grad(L.sum(), P))
-        out[variant] = max(float(np.linalg.norm(a - b.numpy()) / b.norm()) for a, b in zip(closed, auto))
+        out[variant] = max(_rel(a, b) for a, b in zip(closed, auto))
     G, auto = _upper_triangle_update(seed, runs, d, K)
-    out["upper-triangle update"] = float(np.linalg.norm(np.triu(sym_grad(G)) - auto)
-                                         / np.linalg.norm(auto))
+    out["upper-triangle update"] = _rel(torch.triu(sym_grad(G)), auto)
     return out
 
 
@@ -134,17 +191,15 @@ def half_update_error(seed: int, runs: int = 6, d: int = 7, K: int = 5) -> float
     """The control of C9: relative difference between the wrong update :math:`(G+G^\\top)/2` and
     autograd's upper-triangle gradient, on the same students as :func:`gradient_check`."""
     G, auto = _upper_triangle_update(seed, runs, d, K)
-    half = np.triu((G + G.swapaxes(1, 2)) / 2)
-    return float(np.linalg.norm(half - auto) / np.linalg.norm(auto))
+    return _rel(torch.triu((G + G.mT) / 2), auto)
 
 
-def sym_grad(G: np.ndarray) -> np.ndarray:
+def sym_grad(G: torch.Tensor) -> torch.Tensor:
     """Update of a symmetric A stored as its upper triangle (spec §3): :math:`G+G^\\top-\\mathrm{diag}(G)`.
 
     (Not :math:`(G+G^\\top)/2`, whose dynamics differ.)"""
-    S = G + G.swapaxes(1, 2)
-    i = np.arange(G.shape[-1])
-    S[:, i, i] *= 0.5
+    S = G + G.mT
+    S.diagonal(dim1=-2, dim2=-1).mul_(0.5)
     return S
 
 

@@ -1,8 +1,10 @@
 """The extrapolation chapter's students and their training (Cohen-Karlik et al., ICLR 2023, §3).
 
-Many students (seeds x k x variants x init scales) train as one batched float64 program by full-batch
-GD with the population loss (Eq. 3.4, rebuilt from the whitened-input statement) and its closed-form gradient
-(:func:`rnnbook.extrapolation.theory.loss_and_grads`); a run freezes once its loss is below
+Many students (seeds x k x variants x init scales) train as one batched float64 torch program (on the
+chapter's ``device``) by full-batch GD with the population loss (Eq. 3.4, rebuilt from the
+whitened-input statement) and its closed-form gradient
+(:func:`rnnbook.extrapolation.theory.loss_and_grads`, applied by
+:func:`~rnnbook.extrapolation.theory.descend`); a run freezes once its loss is below
 :data:`FREEZE_LOSS`. Diagonal (S4D / LRU-form) students of extension E2 train the same way.
 """
 from __future__ import annotations
@@ -15,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from rnnbook.extrapolation.theory import (DTYPE, _powers, diagonal_loss_and_grads, eps_q,
-                                          impulse_response, loss_and_grads, sym_grad, teacher_impulse)
+from rnnbook.extrapolation.theory import (DTYPE, _powers, descend, diagonal_loss_and_grads, eps_q,
+                                          impulse_response, krylov, residuals, teacher_impulse)
 from rnnbook.stable_models.constraints import project_spectral_feasible
 
 
@@ -75,31 +77,32 @@ def init_student(cfg: RunConfig) -> tuple[torch.Tensor, torch.Tensor, torch.Tens
     return A, B, C
 
 
-def project_students(A: np.ndarray, max_norm: np.ndarray, sym: np.ndarray) -> np.ndarray:
-    """Miller & Hardt's projected GD (ICLR 2019, App. C, eq. sm-proj) on a batch of students: each
-    run's A is replaced by its Frobenius-nearest point of :math:`\\{\\|A\\|_2 \\le \\lambda\\}`,
+def project_students(A: torch.Tensor, max_norm: torch.Tensor, sym: torch.Tensor) -> torch.Tensor:
+    """Miller & Hardt's projected GD (ICLR 2019, App. C, eq. sm-proj) on a batch of students, in
+    place: each run's A is replaced by its Frobenius-nearest point of :math:`\\{\\|A\\|_2 \\le \\lambda\\}`,
     λ = ``max_norm`` per run (inf: unconstrained), in one call of
     :func:`rnnbook.stable_models.constraints.project_spectral_feasible` as
     :math:`P_\\lambda(A) = \\lambda P_1(A/\\lambda)`; runs inside (and non-finite ones) are left as
     they are. A symmetric run's projected A is symmetrised (round-off of the SVD)."""
     lam = max_norm[:, None, None]
-    i = np.flatnonzero(np.isfinite(A).all((1, 2)) & (np.sqrt((A * A).sum((1, 2))) > max_norm))
+    i = torch.nonzero(torch.isfinite(A).all(-1).all(-1) & ((A * A).sum((1, 2)).sqrt() > max_norm))[:, 0]
     if len(i):  # ||A||_2 <= ||A||_F: the others are inside
         Z = A[i] / lam[i]
-        P = project_spectral_feasible(torch.from_numpy(Z)).numpy()
-        P = np.where(sym[i, None, None], (P + P.swapaxes(1, 2)) / 2, P)  # round-off
-        A[i] = np.where((P != Z).any((1, 2))[:, None, None], lam[i] * P, A[i])
+        P = project_spectral_feasible(Z)
+        P = torch.where(sym[i, None, None], (P + P.mT) / 2, P)  # round-off
+        A[i] = torch.where((P != Z).any(-1).any(-1)[:, None, None], lam[i] * P, A[i])
     return A
 
 
 def train_students(configs: Sequence[RunConfig],
                    progress: Callable[[Iterable], Iterable] = iter,
                    max_norm: Sequence[float | None] | None = None,
-                   init: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-                   ) -> list[dict[str, np.ndarray]]:
-    """Train all runs by full-batch GD as one batched float64 NumPy program on the CPU
-    (closed-form gradient; there is no ``device`` option: the chapter's ``device`` reaches only the
-    GRU students).
+                   init: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+                   device: str | torch.device = "cpu") -> list[dict[str, np.ndarray]]:
+    """Train all runs by full-batch GD as one batched float64 torch program on ``device``
+    (the chapter's ``device``; closed-form gradient, :func:`rnnbook.extrapolation.theory.descend`;
+    symmetric students first, so that their powers act on [B; C] at once, each kind sorted by k, so
+    that a block of runs computes only the powers its k need).
 
     A run is frozen once L < 1e-10, after its own ``steps``, when it has stalled (its loss fell by
     less than :data:`STALL_DROP` over the last :data:`STALL_WINDOW` steps: ``stalled``), or when its
@@ -112,84 +115,113 @@ def train_students(configs: Sequence[RunConfig],
 
     ``init`` (None: :func:`init_student` for every run, today's program unchanged): the starting
     (A, B, C), arrays (R, d, d), (R, d), (R, d) of one common d, e.g. smaller students zero-padded
-    so that students of several sizes train in one batch (synthesis chapter, S4)."""
-    R = len(configs)
-    A, B, C = ((torch.stack(t).numpy() for t in zip(*(init_student(c) for c in configs)))
-               if init is None else (np.array(x, dtype=np.float64) for x in init))
-    K, q, T = (max(getattr(c, a) for c in configs) for a in ("k", "horizon_q", "steps"))
-    h_hat_q = torch.stack([teacher_impulse(c.lam, c.w, q) for c in configs]).numpy()
+    so that students of several sizes train in one batch (synthesis chapter, S4). Results are
+    NumPy arrays, in the order of ``configs``."""
+    order = sorted(range(len(configs)), key=lambda r: (configs[r].variant == "nonsym", configs[r].k))
+    runs = [configs[r] for r in order]
+    dev = torch.device(device)
+    A, B, C = (torch.stack(t) for t in zip(*(init_student(c) for c in runs))) if init is None else \
+        (torch.as_tensor(np.asarray(x, dtype=np.float64)[order]) for x in init)
+    A, B, C = (x.to(dev, copy=True) for x in (A, B, C))
+    K, q, T = (max(getattr(c, a) for c in runs) for a in ("k", "horizon_q", "steps"))
+    h_hat_q = torch.stack([teacher_impulse(c.lam, c.w, q) for c in runs]).to(dev)
     per_run = {  # per-run constants, gathered again whenever the batch shrinks
         "h_hat": h_hat_q[:, :K],
-        "mask": np.arange(K) < np.array([c.k for c in configs])[:, None],
-        "lr": np.array([c.lr for c in configs]),
-        "steps": np.array([c.steps for c in configs]),
-        "sym": np.array([c.variant != "nonsym" for c in configs]),
+        "mask": torch.arange(K, device=dev) < torch.tensor([c.k for c in runs], device=dev)[:, None],
+        "lr": torch.tensor([c.lr for c in runs], dtype=DTYPE, device=dev),
+        "steps": torch.tensor([c.steps for c in runs], device=dev),
+        "sym": torch.tensor([c.variant != "nonsym" for c in runs], device=dev),
     }
     if max_norm is not None:
-        per_run["max_norm"] = np.array([math.inf if m is None else m for m in max_norm], dtype=float)
-    checkpoints = sorted({t for c in configs for t in c.checkpoints})
-    ck_L = np.full((R, len(checkpoints)), math.nan)
-    ck_eps = np.full_like(ck_L, math.nan)
-    diverged = np.zeros(R, dtype=bool)
-    stalled = np.zeros(R, dtype=bool)
-    steps_run = np.full(R, T)
-    imbalance = np.zeros(R)
+        per_run["max_norm"] = torch.tensor([math.inf if max_norm[r] is None else max_norm[r] for r in order],
+                                           dtype=DTYPE, device=dev)
+    n_sym, ks = int(per_run["sym"].sum()), [c.k for c in runs]
 
-    idx = np.arange(R)  # the runs still training
-    w, (Aw, Bw, Cw) = per_run, (A, B, C)
-    L0 = loss_and_grads(A, B, C, per_run["h_hat"], per_run["mask"])[0]
-    L_window = L0.copy()  # each run's loss at the start of the current stall window
-    with np.errstate(over="ignore", invalid="ignore"):  # a diverging run is detected, not an error
-        for t in progress(range(T + 1)):
-            L, G_A, G_B, G_C = loss_and_grads(Aw, Bw, Cw, w["h_hat"], w["mask"])
-            imb = np.linalg.norm(Bw - Cw, axis=-1) / np.linalg.norm(Bw, axis=-1)
-            imbalance[idx] = np.maximum(imbalance[idx], imb)
-            if t in checkpoints:
-                A[idx], B[idx], C[idx] = Aw, Bw, Cw
-                i = checkpoints.index(t)
-                ck_L[:, i] = loss_and_grads(A, B, C, per_run["h_hat"], per_run["mask"])[0]
-                h = impulse_response(*(torch.from_numpy(x) for x in (A, B, C)), q)
-                ck_eps[:, i] = eps_q(h, torch.from_numpy(h_hat_q)).numpy()
-            bad = ~np.isfinite(L) | (L > 10 * L0[idx])
-            diverged[idx] |= bad
-            go = ~bad & (L >= FREEZE_LOSS) & (t < w["steps"])
-            if t > 0 and t % STALL_WINDOW == 0:
-                stuck = go & (L > (1 - STALL_DROP) * L_window[idx])
-                stalled[idx[stuck]] = True
-                go &= ~stuck
-                L_window[idx] = L
-            if not go.all():  # drop frozen runs from the batch
-                A[idx], B[idx], C[idx] = Aw, Bw, Cw
-                steps_run[idx[~go]] = t
-                idx = idx[go]
-                if t == T or len(idx) == 0:
-                    break
-                w = {name: x[idx] for name, x in per_run.items()}
-                Aw, Bw, Cw = A[idx], B[idx], C[idx]
-                G_A, G_B, G_C = G_A[go], G_B[go], G_C[go]
-            lr = w["lr"][:, None]
-            G_A = np.where(w["sym"][:, None, None], sym_grad(G_A), G_A)
-            Aw = Aw - lr[..., None] * G_A
-            if max_norm is not None:
-                Aw = project_students(Aw, w["max_norm"], w["sym"])
-            Bw = Bw - lr * G_B
-            Cw = Cw - lr * G_C
-    L = loss_and_grads(A, B, C, per_run["h_hat"], per_run["mask"])[0]
-    h = impulse_response(*(torch.from_numpy(x) for x in (A, B, C)), q)
-    eps = eps_q(h, torch.from_numpy(h_hat_q)).numpy()  # horizon q for every run
-    out = []
-    for r, c in enumerate(configs):
+    def loss() -> torch.Tensor:  # every run's L, from the stored (A, B, C)
+        return residuals(krylov(A, B, C, ks, n_sym), C, per_run["h_hat"], per_run["mask"])[0]
+
+    checkpoints = sorted({t for c in runs for t in c.checkpoints})
+    ck_L = torch.full((len(runs), len(checkpoints)), math.nan, dtype=DTYPE, device=dev)
+    ck_eps = torch.full_like(ck_L, math.nan)
+    diverged = torch.zeros(len(runs), dtype=torch.bool, device=dev)
+    stalled = torch.zeros_like(diverged)
+    steps_run = torch.full((len(runs),), T, device=dev)
+    imbalance = torch.zeros(len(runs), dtype=DTYPE, device=dev)
+
+    per_run["L_max"] = 10 * loss()  # a run diverges above 10x its initial loss
+    L_window = per_run["L_max"] / 10  # each run's loss at the start of the current stall window
+    idx = torch.arange(len(runs), device=dev)  # the runs still training
+    w, (Aw, Bw, Cw), n_w, k_w, imb = per_run, (A.clone(), B.clone(), C.clone()), n_sym, ks, imbalance.clone()
+    for t in progress(range(T + 1)):
+        P = krylov(Aw, Bw, Cw, k_w, n_w)
+        L, r2 = residuals(P, Cw, w["h_hat"], w["mask"])
+        imb = torch.maximum(imb, torch.linalg.vector_norm(Bw - Cw, dim=-1) / torch.linalg.vector_norm(Bw, dim=-1))
+        if t in checkpoints:
+            A[idx], B[idx], C[idx] = Aw, Bw, Cw
+            i = checkpoints.index(t)
+            ck_L[:, i] = loss()
+            ck_eps[:, i] = eps_q(impulse_response(A, B, C, q), h_hat_q)
+        bad = ~torch.isfinite(L) | (L > w["L_max"])
+        go = ~bad & (L >= FREEZE_LOSS) & (t < w["steps"])
+        if t > 0 and t % STALL_WINDOW == 0:
+            stuck = go & (L > (1 - STALL_DROP) * L_window[idx])
+            stalled[idx[stuck]] = True
+            go &= ~stuck
+            L_window[idx] = L
+        if not go.all():  # drop frozen runs from the batch
+            A[idx], B[idx], C[idx], imbalance[idx] = Aw, Bw, Cw, imb
+            diverged[idx[bad]] = True
+            steps_run[idx[~go]] = t
+            idx = idx[go]
+            if t == T or len(idx) == 0:
+                break
+            w = {name: x[idx] for name, x in per_run.items()}
+            Aw, Bw, Cw, imb, n_w = A[idx], B[idx], C[idx], imb[go], int(w["sym"].sum())
+            k_w = [ks[i] for i in idx.tolist()]
+            P, r2 = P[:, go], r2[go]
+        descend(Aw, Bw, Cw, P, r2, w["lr"], k_w, n_w)
+        if max_norm is not None:
+            project_students(Aw, w["max_norm"], w["sym"])
+    L, h = loss(), impulse_response(A, B, C, q)
+    eps = eps_q(h, h_hat_q)  # horizon q for every run
+    L, h, eps, h_hat_q, ck_L, ck_eps, A, B, C, diverged, stalled, steps_run, imbalance = (
+        x.cpu().numpy() for x in (L, h, eps, h_hat_q, ck_L, ck_eps, A, B, C, diverged, stalled, steps_run,
+                                  imbalance))
+    out: dict[int, dict] = {}
+    for pos, (r, c) in enumerate(zip(order, runs)):
         keep = [i for i, t in enumerate(checkpoints) if t in c.checkpoints]
-        eps_r = eps[r] if c.horizon_q == q else eps_q(h[r, :c.horizon_q], torch.from_numpy(h_hat_q[r, :c.horizon_q])).item()
-        out.append({
-            "loss": float(L[r]), "eps": float(eps_r), "diverged": bool(diverged[r]),
-            "stalled": bool(stalled[r]),
-            "steps_run": int(steps_run[r]), "imbalance_max": float(imbalance[r]),
+        eps_r = eps[pos] if c.horizon_q == q else eps_q(torch.from_numpy(h[pos, :c.horizon_q]),
+                                                        torch.from_numpy(h_hat_q[pos, :c.horizon_q])).item()
+        out[r] = {
+            "loss": float(L[pos]), "eps": float(eps_r), "diverged": bool(diverged[pos]),
+            "stalled": bool(stalled[pos]),
+            "steps_run": int(steps_run[pos]), "imbalance_max": float(imbalance[pos]),
             "ck_steps": np.array([checkpoints[i] for i in keep]),
-            "ck_loss": ck_L[r, keep], "ck_eps": ck_eps[r, keep],
-            "h": h[r, :c.horizon_q].numpy(), "A": A[r], "B": B[r], "C": C[r],
-        })
-    return out
+            "ck_loss": ck_L[pos, keep], "ck_eps": ck_eps[pos, keep],
+            "h": h[pos, :c.horizon_q], "A": A[pos], "B": B[pos], "C": C[pos],
+        }
+    return [out[r] for r in range(len(runs))]
+
+
+def train_one(cfg: RunConfig) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`train_students` written plainly for one run: autograd's gradient of the population
+    loss (the upper-triangle update for a symmetric A), the same GD steps and freeze rule (no stall
+    or divergence rule); the tests' reference and the baseline of ``bench/extrapolation.py``.
+    Returns the final (A, B, C)."""
+    A, B, C = (t.requires_grad_() for t in init_student(cfg))
+    h_hat = teacher_impulse(cfg.lam, cfg.w, cfg.k)
+    for _ in range(cfg.steps):
+        L = ((impulse_response(A[None], B[None], C[None], cfg.k)[0] - h_hat) ** 2).sum()
+        if L < FREEZE_LOSS:
+            break
+        gA, gB, gC = torch.autograd.grad(L, (A, B, C), allow_unused=True, materialize_grads=True)
+        if cfg.variant != "nonsym":
+            gA = gA + gA.T - torch.diag(torch.diagonal(gA))
+        with torch.no_grad():
+            A -= cfg.lr * gA
+            B -= cfg.lr * gB
+            C -= cfg.lr * gC
+    return A.detach(), B.detach(), C.detach()
 
 
 def train_diagonal(h_hat: torch.Tensor, ks: Sequence[int], seeds: Sequence[int], d: int,

@@ -136,11 +136,10 @@ def mapping_check(S: Settings, seed: int, convention: str = "T-i", norm: float =
     a, b, c, ks, teachers = _random_points(seed, S.n_points)
     K = int(ks.max())
     h_hat = np.stack([ex.teacher_impulse(lam, w, K).numpy() for lam, w in teachers])
-    mask = np.arange(K) < ks[:, None]
     A, B, C = b[:, None, None], a[:, None], c[:, None]
-    L_pop = ex.population_loss(ex.impulse_response(*(torch.from_numpy(x) for x in (A, B, C)), K),
-                               torch.from_numpy(h_hat), torch.from_numpy(ks)).numpy()
-    L, G_A, G_B, G_C = ex.loss_and_grads(A, B, C, h_hat, mask)
+    At, Bt, Ct, h_hat_t = (torch.from_numpy(x) for x in (A, B, C, h_hat))
+    L_pop = ex.population_loss(ex.impulse_response(At, Bt, Ct, K), h_hat_t, torch.from_numpy(ks)).numpy()
+    L, G_A, G_B, G_C = (x.numpy() for x in ex.loss_and_grads(At, Bt, Ct, h_hat_t, ks))
     s, kexp, m = ld.pad([singular_values(h_hat[r, :ks[r]], convention) for r in range(len(ks))])
     E, dEa, dEb, dEc = ld.mode_grads(a, b, c, s, kexp, m)
     rel = lambda x, y: float(np.max(np.abs(x - norm * y)) / np.max(np.abs(x)))  # noqa: E731
