@@ -60,6 +60,23 @@ def test_batched_runs_equal_single_runs():
         assert np.allclose(alone["A"], r["A"], rtol=1e-9, atol=1e-15)
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device here"))])
+def test_trainer_runs_on_the_given_device(device):
+    """``device`` given explicitly: the CPU's results are the default's, bit for bit; a GPU's agree
+    to 1e-12 relative (another order of sums) and keep a balanced student exactly balanced."""
+    configs = [cfg(k=3, seed=1), cfg(k=5, variant="nonsym", seed=2), cfg(k=6, variant="sym_ind"),
+               cfg(k=4, steps=200, seed=4)]
+    ref = train.train_students(configs)
+    got = train.train_students(configs, device=device)
+    for a, b in zip(got, ref):
+        for key in ("A", "B", "C", "h", "ck_loss"):
+            if device == "cpu":
+                assert np.array_equal(a[key], b[key])
+            assert np.abs(a[key] - b[key]).max() <= 1e-12 * np.abs(b[key]).max()
+    assert got[0]["imbalance_max"] == 0.0 and got[3]["imbalance_max"] == 0.0
+
+
 def test_gd_reduces_loss_and_keeps_balance():
     r = train.train_students([cfg(steps=2000)])[0]
     initial = float((theory.teacher_impulse((1.0, -0.9), (0.5, 0.5), 5) ** 2).sum())  # student ~ 0

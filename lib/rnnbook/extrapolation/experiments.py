@@ -216,16 +216,16 @@ def reference_d_hat(teachers: dict) -> int:
     return 2 if 2 in teachers else max(teachers)
 
 
-def train_sweep(configs: Sequence[RunConfig], cache, progress, chunk_size: int | None
-                ) -> list[dict]:
-    """Train (or load from the results cache) every run, one batched program per student size d;
-    returns :func:`run_rows` records in the order of ``configs``."""
+def train_sweep(configs: Sequence[RunConfig], cache, progress, chunk_size: int | None,
+                device: str | torch.device = "cpu") -> list[dict]:
+    """Train (or load from the results cache) every run, one batched program per student size d on
+    ``device`` (the chapter's); returns :func:`run_rows` records in the order of ``configs``."""
     results: dict[int, dict] = {}
     for d in sorted({c.d for c in configs}):
         idx = [i for i, c in enumerate(configs) if c.d == d]
         got = cache.cached_batch(
             "linear", [configs[i].__dict__ for i in idx],
-            lambda cfgs: train_students([RunConfig(**c) for c in cfgs], progress),
+            lambda cfgs: train_students([RunConfig(**c) for c in cfgs], progress, device=device),
             chunk_size=chunk_size)
         results.update(zip(idx, got))
     return run_rows(configs, [results[i] for i in range(len(configs))])
