@@ -149,8 +149,8 @@ def train_students(configs: Sequence[RunConfig],
     steps_run = torch.full((len(runs),), T, device=dev)
     imbalance = torch.zeros(len(runs), dtype=DTYPE, device=dev)
 
-    per_run["L_max"] = 10 * loss()  # a run diverges above 10x its initial loss
-    L_window = per_run["L_max"] / 10  # each run's loss at the start of the current stall window
+    L_window = loss()  # each run's loss at the start of the current stall window
+    per_run["L_max"] = 10 * L_window  # a run diverges above 10x its initial loss
     idx = torch.arange(len(runs), device=dev)  # the runs still training
     w, (Aw, Bw, Cw), n_w, k_w, imb = per_run, (A.clone(), B.clone(), C.clone()), n_sym, ks, imbalance.clone()
     for t in progress(range(T + 1)):
