@@ -82,8 +82,8 @@ class Settings:
 
 def settings(profile: str, smoke: bool = False) -> Settings:
     """S4's settings ("quick": k = 5 = 2 d̂ + 1, four seeds, the extrapolation chapter's σ and η,
-    seconds on one CPU thread; "full": k = 5, 7, 10, ten seeds, longer budgets; the trainers are
-    NumPy, so S4 takes no ``device``); ``smoke``: the full profile's code at toy sizes."""
+    seconds on one CPU thread; "full": k = 5, 7, 10, ten seeds, longer budgets); ``smoke``: the full
+    profile's code at toy sizes."""
     params.choice("profile", profile, params.PROFILES)
     if params.smoke(smoke, profile):
         return Settings(ks=(5, 7), n_seeds=1, steps_one=200, steps_floor=300, steps_wide=300,
@@ -213,13 +213,14 @@ def mode_runs(cfgs: list[RunConfig], init, ck: np.ndarray, stops: np.ndarray,
     return {**out, **{f"ld_{n}_final": v for n, v in final.items()}}
 
 
-def train(S: Settings, seed: int, rate: float = NORM) -> dict[str, np.ndarray]:
+def train(S: Settings, seed: int, rate: float = NORM, device: str | torch.device = "cpu"
+          ) -> dict[str, np.ndarray]:
     """All S4 students in ONE call of the extrapolation trainer (``train_students`` with a padded
-    ``init``), and its d = 1 students in one program of ``mode_gd`` (``rate``: see
-    :func:`mode_runs`). Returns plain arrays (the results cache's format)."""
+    ``init``, on ``device``), and its d = 1 students in one NumPy program of ``mode_gd`` (``rate``:
+    see :func:`mode_runs`). Returns plain arrays (the results cache's format)."""
     cfgs = configs(S, seed)
     init = padded_init(cfgs)
-    res = train_students(cfgs, init=init)
+    res = train_students(cfgs, init=init, device=device)
     ck = np.array(sorted({t for c in cfgs for t in c.checkpoints}))
     ck_loss = np.full((len(cfgs), len(ck)), math.nan)
     for r, o in enumerate(res):

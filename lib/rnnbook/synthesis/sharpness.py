@@ -98,8 +98,7 @@ class Settings:
 def settings(profile: str, smoke: bool = False) -> Settings:
     """S3's settings for ``profile`` ("quick": six λ̂ up to 1, k = 5..40, six step multiples, 300 GD
     steps, seconds on one CPU thread; "full": ten λ̂, k up to 160, twelve multiples down to
-    1 ± 0.01, 1000 steps; the trainer is NumPy, so only the autograd Hessian takes a ``device``);
-    ``smoke``: the full profile's code at toy sizes."""
+    1 ± 0.01, 1000 steps); ``smoke``: the full profile's code at toy sizes."""
     params.choice("profile", profile, params.PROFILES)
     if params.smoke(smoke, profile):
         return Settings(lam_hats=(0.5, 0.9, 1.0), ks=(5, 10), fs=(0.9, 1.1), steps=200, wide_ks=(5, 10))
@@ -330,7 +329,7 @@ def sweep(S: Settings, seed: int, device: torch.device = torch.device("cpu"),
     for r, (A, B, C) in enumerate(starts):
         d = len(B)
         init[0][r, :d, :d], init[1][r, :d], init[2][r, :d] = A, B, C
-    out = train_students(cfgs, init=init)
+    out = train_students(cfgs, init=init, device=device)
     L0 = np.array([o["ck_loss"][0] for o in out])
     L = np.array([o["loss"] for o in out])
     div = np.array([o["diverged"] for o in out])

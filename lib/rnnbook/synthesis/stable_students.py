@@ -64,8 +64,7 @@ def settings(profile: str, smoke: bool = False) -> Settings:
     """S2's settings for ``profile`` ("quick": the extrapolation chapter's quick students, d = 20,
     q = 60, τ = 0.05, one teacher, 10^4 steps, seconds on one CPU thread; "full": its full horizon
     and tolerance, q = 100, τ = 0.01, two teachers, a finer λ grid, three students each, 2·10^5
-    steps, minutes on one CPU thread: the extrapolation trainer is NumPy, so S2 takes no ``device``);
-    ``smoke``: the full profile's code at toy sizes."""
+    steps, minutes on one CPU thread); ``smoke``: the full profile's code at toy sizes."""
     params.choice("profile", profile, params.PROFILES)
     if params.smoke(smoke, profile):
         return Settings(lams=(0.9, 0.99), d_hats=(1, 2), d=12, n_init=2, steps=300, horizon_q=20,
@@ -163,13 +162,13 @@ def student_configs(S: Settings, seed: int) -> tuple[list[RunConfig], list[float
     return configs, bounds
 
 
-def train(S: Settings, seed: int) -> dict[str, np.ndarray]:
+def train(S: Settings, seed: int, device: str | torch.device = "cpu") -> dict[str, np.ndarray]:
     """Train every student of :func:`student_configs` by (projected) full-batch GD on the population
-    loss (Cohen-Karlik et al. eq. ex-loss), one batched call; per run: teacher ``d_hat``, bound ``lam``
-    (nan: unconstrained), impulse responses ``h`` and ``h_hat`` (j < q), :math:`\\|A\\|_2`,
-    :math:`\\|C\\|\\|B\\|`, loss, :math:`\\epsilon_q` and whether it diverged."""
+    loss (Cohen-Karlik et al. eq. ex-loss), one batched call on ``device``; per run: teacher
+    ``d_hat``, bound ``lam`` (nan: unconstrained), impulse responses ``h`` and ``h_hat`` (j < q),
+    :math:`\\|A\\|_2`, :math:`\\|C\\|\\|B\\|`, loss, :math:`\\epsilon_q` and whether it diverged."""
     configs, bounds = student_configs(S, seed)
-    out = train_students(configs, max_norm=bounds)
+    out = train_students(configs, max_norm=bounds, device=device)
     A, B, C = (torch.from_numpy(np.stack([r[x] for r in out])) for x in "ABC")
     return {
         "d_hat": np.array([c.d_hat for c in configs]),
