@@ -122,6 +122,15 @@ def test_tanh_rnn_equals_nn_rnn():
         assert torch.allclose(p.grad, q.grad, atol=1e-5)
 
 
+@pytest.mark.parametrize("T", [1, 5])
+def test_stacked_tanh_backward_is_the_gradient(T):
+    """The hand-written BPTT against autograd's finite differences (float64), in p, W and h0."""
+    torch.manual_seed(0)
+    p, W, h0 = (torch.randn(*s, dtype=torch.float64, requires_grad=True)
+                for s in ((T, 2, 3, 4), (2, 4, 4), (2, 3, 4)))
+    assert torch.autograd.gradcheck(models.StackedTanh.apply, (p, W, h0))
+
+
 @pytest.mark.parametrize("cls", [models.TanhRNN, lambda m, h: nn.LSTM(m, h, batch_first=True)])
 def test_truncated_forward_runs_each_window_from_zero(cls):
     torch.manual_seed(0)

@@ -240,17 +240,19 @@ def evaluate_sequences(stack: Stack, task: str, data, split: str, chunk: int = 1
     sequences ``chunk`` at a time, each chunk padded into one batch shared by the members."""
     xs, ys = sequence_data(task, data, split)
     nll, frames, pred = torch.zeros(stack.M, dtype=torch.float64), 0, [[] for _ in range(stack.M)]
+    dev = next(stack.parameters()).device
     stack.eval()
     with torch.no_grad():
         for s in range(0, len(xs), chunk):
             (x, mask), (y, _) = padded([xs[s:s + chunk]] * stack.M), padded([ys[s:s + chunk]])
-            logits = stack.decode(stack.hidden(x))
+            logits = stack.decode(stack.hidden(x.to(dev)))
             if task == "jsb":
-                bce = F.binary_cross_entropy_with_logits(logits, y.expand_as(logits), reduction="none")
-                nll += (bce.sum(-1) * mask).sum((1, 2)).double()
+                bce = F.binary_cross_entropy_with_logits(logits, y.to(dev).expand_as(logits),
+                                                         reduction="none")
+                nll += (bce.sum(-1) * mask.to(dev)).sum((1, 2)).double().cpu()
                 frames += int(mask[0].sum())
             else:
-                for j, p in enumerate(logits.argmax(-1)):
+                for j, p in enumerate(logits.argmax(-1).cpu()):
                     pred[j] += [p[i, :len(t)].tolist() for i, t in enumerate(ys[s:s + chunk])]
     stack.train()
     if task == "jsb":

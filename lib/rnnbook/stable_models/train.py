@@ -94,7 +94,9 @@ def contraction_estimate(net: Net, x: torch.Tensor, rs: list[int], starts: int, 
     """§4.3 data-dependent stability: :math:`\\hat S_r = \\max \\|\\phi^r(s, x) - \\phi^r(s', x)\\|
     / \\|s - s'\\|` by gradient ascent (Adam on :math:`\\log S`) over pairs of states in the
     reachable box, ``starts`` random starts × ``steps`` steps, inputs :math:`x_{1..r}` taken from
-    the data (``x``: windows × T × m, embedded). A lower bound on the true constant."""
+    the data (``x``: windows × T × m, embedded). A lower bound on the true constant. Runs on
+    ``x``'s device (the net's), with the random starts drawn on the CPU (the same on any device)
+    and no host sync inside the ascent."""
     phi, project, n = cell_map(net)
     lo, hi = reachable_box(net, x)
     gen = torch.Generator().manual_seed(seed)
@@ -104,24 +106,24 @@ def contraction_estimate(net: Net, x: torch.Tensor, rs: list[int], starts: int, 
         t0 = torch.randint(0, x.shape[1] - r + 1, (starts,), generator=gen)
         xr = torch.stack([x[p, t:t + r] for p, t in zip(pick.tolist(), t0.tolist())])
         pr = project(torch.cat([xr, xr]))  # a pair's two states see the same inputs: one batch
-        s1 = (lo + (hi - lo) * torch.rand(starts, n, generator=gen)).requires_grad_()
-        s2 = (lo + (hi - lo) * torch.rand(starts, n, generator=gen)).requires_grad_()
+        s1, s2 = ((lo + (hi - lo) * torch.rand(starts, n, generator=gen).to(x.device))
+                  .requires_grad_() for _ in range(2))
         opt = torch.optim.Adam([s1, s2], lr=lr * float((hi - lo).mean()))
-        best = 0.0
+        best = torch.tensor(-math.inf, device=x.device)  # max log S over the ascent
         for _ in range(steps):
             z = torch.cat([s1, s2])
             for t in range(r):
                 z = phi(z, pr[:, t])
             a, b = z.chunk(2)
             logS = torch.log((a - b).norm(dim=-1) + 1e-300) - torch.log((s1 - s2).norm(dim=-1))
-            best = max(best, float(logS.detach().max().exp()))
+            best = torch.maximum(best, logS.detach().max())
             opt.zero_grad()
             (-logS.sum()).backward()
             opt.step()
             with torch.no_grad():
                 s1.copy_(torch.maximum(torch.minimum(s1, hi), lo))
                 s2.copy_(torch.maximum(torch.minimum(s2, hi), lo))
-        out[r] = best
+        out[r] = max(0.0, float(best.exp()))
     return out
 
 
@@ -344,7 +346,8 @@ def embedded_windows(net: Net, td: TaskData, n: int = 64, length: int = 128, see
     gen = torch.Generator().manual_seed(seed)
     start = torch.randint(0, len(stream) - length, (n,), generator=gen).tolist()
     with torch.no_grad():
-        return net.embed(torch.stack([stream[s:s + length] for s in start]))
+        windows = torch.stack([stream[s:s + length] for s in start])
+        return net.embed(windows.to(next(net.parameters()).device))
 
 
 def weight_gaps(snaps: dict[int, np.ndarray], ref: int) -> dict[int, list[float]]:
