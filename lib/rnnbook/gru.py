@@ -136,6 +136,15 @@ def _train_batch(generators: Sequence[torch.Generator], ks: Sequence[int], batch
     return x
 
 
+def _to_device(x: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A batch drawn on the CPU (each run's own generator, the same numbers on any device) moved to
+    ``device``; on a GPU through pinned memory without waiting, so that the host draws the next
+    batch while the GPU trains on this one."""
+    if device.type != "cuda":
+        return x.to(device)
+    return x.pin_memory().to(device, non_blocking=True)
+
+
 def _test_inputs(seeds: Sequence[int], L: int, n_test: int) -> torch.Tensor:
     """Test inputs (R, n_test, L), run r's from a generator derived from (seed_r, L)."""
     xs = []
@@ -184,7 +193,7 @@ def train_gru_students(h_hat: torch.Tensor, ks: Sequence[int], seeds: Sequence[i
     window_energy = window_energy.float().to(device)
     recent: deque[torch.Tensor] = deque(maxlen=TAIL)
     for _ in progress(range(steps)):
-        x = _train_batch(generators, ks, batch).to(device)
+        x = _to_device(_train_batch(generators, ks, batch), device)
         rel = ((gru_forward(p, x, start) - x @ h_rev) ** 2).mean(1) / window_energy
         opt.zero_grad(set_to_none=True)
         rel.sum().backward()  # each run's gradient is its own
