@@ -495,6 +495,33 @@ def test_gru_without_recurrent_weights_is_diagonal():
     assert np.all(J["diag"] > 0)
 
 
+class _Probe:
+    """A cache that records the key and computes."""
+    def cached(self, name: str, config: dict, compute):
+        self.key, self.result = (name, config), compute()
+        return self.result
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device here"))])
+def test_f12_runs_on_the_given_device(device):
+    """F12 on ``device`` (issue 24, item 1): the default's cache key (the device is not in it); the
+    CPU's arrays are the default's bit for bit; a GPU's (same draws, made on the CPU) agree to 1e-3
+    of each array's largest entry (float32, another order of sums)."""
+    cfg = experiments.SMOKE["f12"]
+    ref, got = _Probe(), _Probe()
+    propagation.f12_run(ref, cfg, 0)
+    out = propagation.f12_run(got, cfg, 0, device=torch.device(device))
+    assert got.key == ref.key == ("f12", {"cfg": cfg, "seed": 0, "gates": ["constant", "x", "x+h"]})
+    assert out["jac"]["diag"].dtype == np.float64 and got.result["mom_var_h"].dtype == np.float32
+    for k, b in ref.result.items():
+        a = got.result[k]
+        assert a.dtype == b.dtype and np.array_equal(np.isnan(a), np.isnan(b))
+        if device == "cpu":
+            assert np.array_equal(a, b, equal_nan=True), k
+        assert np.nanmax(np.abs(a - b)) <= 1e-3 * np.nanmax(np.abs(b)), k
+
+
 def test_c10_check_verdicts():
     f10 = {"LRU": {"1π": 1e-3, "0.01π": 1e-4}, "complex diag": {"1π": 1e-2, "0.01π": 1e-2},
            "RNN": {"1π": 1.0, "0.01π": 3.0}}

@@ -50,7 +50,7 @@ def autocorrelation(x: torch.Tensor, max_lag: int) -> np.ndarray:
     L = x.shape[1]
     X = torch.fft.rfft(x, n=2 * L, dim=1)
     c = torch.fft.irfft(X * X.conj(), n=2 * L, dim=1)[:, :max_lag + 1].mean((0, 2))
-    return (c / torch.arange(L, L - max_lag - 1, -1, dtype=torch.float64)).numpy()
+    return (c / torch.arange(L, L - max_lag - 1, -1, dtype=torch.float64, device=x.device)).cpu().numpy()
 
 
 def fit_autocorrelation(c: np.ndarray) -> dict[str, float]:
@@ -300,23 +300,25 @@ def gru_jacobian(chrono: Sequence[float], sigma_h: Sequence[float], x: torch.Ten
     """F12 (Fig. 14): :math:`\\partial h_{\\Delta t}/\\partial h_0` of the notebook's chrono GRU
     (one layer, d = x's features, from h_0 = 0) for every (T_max, σ_h) pair — chrono bias
     :math:`b_z=\\log U[1,T_{max}]`, recurrent weights σ_h × orthogonal — all pairs as one program.
-    The one-step Jacobian is written out (below) and multiplied up. Returns the mean |diagonal| and
-    |off-diagonal| entries against Δt = 1..steps, shape (pairs, steps)."""
+    The one-step Jacobian is written out (below) and multiplied up, on x's device (weights drawn from
+    ``gen`` on the CPU, then moved). Returns the mean |diagonal| and |off-diagonal| entries against
+    Δt = 1..steps, shape (pairs, steps)."""
     cfg = [(c, s) for c in chrono for s in sigma_h]
     R, (n, _, d) = len(cfg), x.shape
-    dt = x.dtype
+    dt, dev = x.dtype, x.device
     bz = torch.log(1 + torch.rand(R, d, generator=gen, dtype=dt)
                    * (torch.tensor([c for c, _ in cfg], dtype=dt)[:, None] - 1))
     Wi = torch.randn(R, 3, d, d, generator=gen, dtype=dt) * math.sqrt(2 / d)
     Q = torch.linalg.qr(torch.randn(R, 3, d, d, generator=gen, dtype=torch.float64))[0].to(dt)
     Wh = Q * torch.tensor([s for _, s in cfg], dtype=dt)[:, None, None, None]
+    bz, Wi, Wh = bz.to(dev), Wi.to(dev), Wh.to(dev)
     M = Wh.transpose(-1, -2)[:, :, None]  # dg_i/dh_j = W[j, i]: (R, 3, 1, d, d)
     a = torch.einsum("ntj,rgji->rgnti", x, Wi)
     a[:, 1] += bz[:, None, None]
     h = x.new_zeros(R, n, d)
-    J = torch.eye(d, dtype=dt).expand(R, n, d, d)
-    offmask = 1 - torch.eye(d, dtype=dt)
-    diag, off = np.zeros((R, steps)), np.zeros((R, steps))
+    J = torch.eye(d, dtype=dt, device=dev).expand(R, n, d, d)
+    offmask = 1 - torch.eye(d, dtype=dt, device=dev)
+    diag, off = x.new_zeros(2, R, steps, dtype=torch.float64)  # filled on the device: no sync per step
     for t in range(steps):
         g = torch.einsum("rnj,rgji->rgni", h, Wh)
         r = torch.sigmoid(a[:, 0, :, t] + g[:, 0])
@@ -330,10 +332,10 @@ def gru_jacobian(chrono: Sequence[float], sigma_h: Sequence[float], x: torch.Ten
         h = (1 - z) * nn_ + z * h
         A = J.abs()
         dg = torch.diagonal(A, dim1=-2, dim2=-1)
-        diag[:, t] = dg.mean((1, 2)).numpy()
-        off[:, t] = ((A * offmask).sum((-1, -2)) / (d * (d - 1))).mean(1).numpy()
-    return {"diag": diag, "off": off, "T_max": np.array([c for c, _ in cfg], dtype=float),
-            "sigma_h": np.array([s for _, s in cfg], dtype=float)}
+        diag[:, t] = dg.mean((1, 2))
+        off[:, t] = ((A * offmask).sum((-1, -2)) / (d * (d - 1))).mean(1)
+    return {"diag": diag.cpu().numpy(), "off": off.cpu().numpy(),
+            "T_max": np.array([c for c, _ in cfg], dtype=float), "sigma_h": np.array([s for _, s in cfg], dtype=float)}
 
 
 def gru_moments(gates: Sequence[str], x: torch.Tensor, T_max: float, burn: int,
@@ -347,17 +349,19 @@ def gru_moments(gates: Sequence[str], x: torch.Tensor, T_max: float, burn: int,
     :math:`b_i`), averaged over sequences and the steps after ``burn``. :math:`d_bh` is propagated
     in forward mode; with "x+h" the neurons are coupled, so it is tracked for ``probes`` neurons
     only (the others are NaN). Also returns each neuron's :math:`\\|W_{n,i}\\|^2`, which scales its
-    input's autocorrelation."""
+    input's autocorrelation. Runs on x's device (weights drawn from ``gen`` on the CPU, then moved)."""
     R, (n, L, d) = len(gates), x.shape
-    dt = x.dtype
+    dt, dev = x.dtype, x.device
     b = torch.log(1 + torch.rand(d, generator=gen, dtype=dt) * (T_max - 1))
     Wn = torch.randn(d, d, generator=gen, dtype=dt) / math.sqrt(d)
     Wz = torch.randn(d, d, generator=gen, dtype=dt) * math.sqrt(2 / d)
     U = sigma_h * torch.linalg.qr(torch.randn(d, d, generator=gen, dtype=torch.float64))[0].to(dt)
-    use_x = torch.tensor([g != "constant" for g in gates], dtype=dt)[:, None, None]
-    use_h = torch.tensor([g == "x+h" for g in gates], dtype=dt)[:, None, None]
+    b, Wn, Wz, U = b.to(dev), Wn.to(dev), Wz.to(dev), U.to(dev)
+    use_x = torch.tensor([g != "constant" for g in gates], dtype=dt, device=dev)[:, None, None]
+    use_h = torch.tensor([g == "x+h" for g in gates], dtype=dt, device=dev)[:, None, None]
     nx, zx = x @ Wn, x @ Wz  # (n, L, d)
-    k = torch.arange(probes)
+    k = torch.arange(probes, device=dev)
+    eye = torch.eye(d, dtype=dt, device=dev)[:, :probes]
     h = x.new_zeros(R, n, d)
     D = x.new_zeros(R, n, d)  # diagonal d h_i / d b_i (uncoupled gates)
     P = x.new_zeros(R, n, d, probes)  # columns d h / d b_j, j < probes (coupled gates)
@@ -368,7 +372,7 @@ def gru_moments(gates: Sequence[str], x: torch.Tensor, T_max: float, burn: int,
         sz = z * (1 - z)
         dh = sz * (h - nx[None, :, t])  # dh_t / da_t
         D = dh + z * D
-        Ja = torch.eye(d, dtype=dt)[:, :probes] + use_h[..., None] * (U @ P)
+        Ja = eye + use_h[..., None] * (U @ P)
         P = dh[..., None] * Ja + z[..., None] * P
         h = z * h + (1 - z) * nx[None, :, t]
         if t >= burn:
@@ -380,8 +384,8 @@ def gru_moments(gates: Sequence[str], x: torch.Tensor, T_max: float, burn: int,
     coupled = use_h[:, 0, 0] > 0
     var_d[coupled] = float("nan")
     var_d[coupled, :probes] = (s_p / m)[coupled]
-    return {"var_h": (s_h / m).numpy(), "var_dbh": var_d.numpy(), "b": b.numpy(),
-            "w2": (Wn ** 2).sum(0).numpy()}
+    return {"var_h": (s_h / m).cpu().numpy(), "var_dbh": var_d.cpu().numpy(), "b": b.cpu().numpy(),
+            "w2": (Wn ** 2).sum(0).cpu().numpy()}
 
 
 def c9_check(ratios: np.ndarray, quick: bool) -> dict:
@@ -431,13 +435,15 @@ def f6_run(cache, cfg: dict[str, int], seed: int) -> dict:
             "g2_norm": {n: r[f"c-diag|{n}|g2_lambda"] for n in NORMS}}
 
 
-def f12_run(cache, cfg: dict[str, int], seed: int, gates=("constant", "x", "x+h")) -> dict:
+def f12_run(cache, cfg: dict[str, int], seed: int, gates=("constant", "x", "x+h"), *,
+            device: torch.device = torch.device("cpu")) -> dict:
     """F12 (C9, K10): the substitute inputs' autocorrelation and its fit; the chrono GRU's
     :math:`\\partial h_{\\Delta t}/\\partial h_0` for T_max ∈ {1, 16, 256} × σ_h ∈ {0, 1, 3}; per-neuron
-    moments for each gate type against K10; cached (``cfg``: d, samples, length, burn, jac_steps)."""
+    moments for each gate type against K10; cached (``cfg``: d, samples, length, burn, jac_steps).
+    Draws on the CPU, computes on ``device`` (not part of the cache key)."""
     def compute() -> dict[str, np.ndarray]:
         gen = torch.Generator().manual_seed(seed)
-        x = substitute_inputs(cfg["samples"], cfg["length"], cfg["d"], gen)
+        x = substitute_inputs(cfg["samples"], cfg["length"], cfg["d"], gen).to(device)
         acf = autocorrelation(x, 600)
         jac = gru_jacobian((1, 16, 256), (0.0, 1.0, 3.0), x[:, :cfg["jac_steps"]], cfg["jac_steps"], gen)
         mom = gru_moments(gates, x, 256.0, cfg["burn"], gen)
