@@ -335,7 +335,8 @@ def gru_jacobian(chrono: Sequence[float], sigma_h: Sequence[float], x: torch.Ten
         diag[:, t] = dg.mean((1, 2))
         off[:, t] = ((A * offmask).sum((-1, -2)) / (d * (d - 1))).mean(1)
     return {"diag": diag.cpu().numpy(), "off": off.cpu().numpy(),
-            "T_max": np.array([c for c, _ in cfg], dtype=float), "sigma_h": np.array([s for _, s in cfg], dtype=float)}
+            "T_max": np.array([c for c, _ in cfg], dtype=float),
+            "sigma_h": np.array([s for _, s in cfg], dtype=float)}
 
 
 def gru_moments(gates: Sequence[str], x: torch.Tensor, T_max: float, burn: int,
