@@ -6,7 +6,7 @@ for the same GD steps and compute each network's kernel before and after, in thi
 thread. The baseline is the straightforward implementation: one network at a time, torch autograd
 for the gradient and ``torch.func.jacrev`` for the Jacobian of the kernel :math:`K=JJ^\\top`. The
 batched program is :func:`rnnbook.learning_dynamics.networks.ntk_sweep` (all networks stacked,
-hand-written backpropagation and the closed-form kernel, in numpy). The last line printed is the
+hand-written backpropagation and the closed-form kernel, in torch on the CPU). The last line printed is the
 speed-up ratio.
 
     .venv/bin/python bench/learning_dynamics.py [--T 3]

@@ -126,7 +126,7 @@ def f6_schedule(T: int, N: int = 4, N_h: int = 4, lr_c: float = 0.2, t_total: fl
 def ntk_sweep(Ts: Sequence[int], sigmas: Sequence[float], seeds: Sequence[int], N: int = 4,
               N_h: int | None = None, P: int = 64, lr_c: float = 0.2, t_total: float = 40.0,
               inits: Sequence[str] = ("aligned", "unaligned"), sigma_b: Sequence[float] | None = None,
-              device: str | None = None, progress: Callable[[Iterable], Iterable] = iter
+              device: str | torch.device = "cpu", progress: Callable[[Iterable], Iterable] = iter
               ) -> dict[str, np.ndarray]:
     """F6 / C7 (§3.5): kernel distance :math:`D=1-\\frac{\\langle K_0,K\\rangle_F}{\\lVert K_0\\rVert
     \\lVert K\\rVert}` between the NTK :math:`K=JJ^\\top`, :math:`J=\\partial\\,\\mathrm{vec}\\hat Y_T/\\partial
@@ -134,9 +134,9 @@ def ntk_sweep(Ts: Sequence[int], sigmas: Sequence[float], seeds: Sequence[int], 
     (:math:`Y_T=\\sum_tUV^\\top x_t`), N_x = N_y = N, N_h = ``N_h`` (default N). Inits: "aligned" (all
     modes σ; with ``sigma_b``, A7: b = σ_b and a = c = σ for every σ_b) or "unaligned"
     (:math:`\\mathcal N(0,\\sigma^2/N_\\text{in})`, fan-in; with ``sigma_b``, A7's unaligned row: W_h at σ_b). GD by :func:`f6_schedule`. All
-    configurations of one T (:func:`f6_networks`) form one batch, in numpy (``device`` None) or in
-    torch on ``device``. Returns D and the final loss over the zero network's, per (T, init, σ_b, σ,
-    seed)."""
+    configurations of one T (:func:`f6_networks`, drawn on the CPU) form one batch, trained in torch
+    on ``device`` (the main sweep and Figs. A5, A7 on the chapter's). Returns D and the final loss
+    over the zero network's, per (T, init, σ_b, σ, seed)."""
     N_h = N_h or N
     sig_b = [None] if sigma_b is None else list(sigma_b)
     shape = (len(inits), len(sig_b), len(sigmas), len(seeds))
@@ -144,20 +144,19 @@ def ntk_sweep(Ts: Sequence[int], sigmas: Sequence[float], seeds: Sequence[int], 
     loss_ratio = np.full_like(D, np.nan)
     for it, T in enumerate(progress(Ts)):
         X, Y, W = f6_networks(T, sigmas, seeds, N, N_h, P, inits, sig_b)
-        if device is not None:  # the full profile's wide A5 networks: torch on the GPU
-            X, Y, *W = (torch.from_numpy(a).to(device) for a in (X, Y, *W))
+        X, *W = (torch.from_numpy(a).to(device) for a in (X, *W))
+        Xc, Yc = columns(X, torch.from_numpy(Y).to(device))
         K0 = ntk(*W, X)
         rate, steps = f6_schedule(T, N, N_h, lr_c, t_total)
         eta = rate * P  # loss_grads averages over P; this is GD on the sum
-        with np.errstate(all="ignore"):
-            for _ in range(steps):
-                _, gx, gh, gy, *_ = loss_grads(*W, X, Y)
-                W = [w - eta * g for w, g in zip(W, (gx, gh, gy))]
-            L = loss_grads(*W, X, Y)[0] * P
-            K = ntk(*W, X)
-            cos = (K0 * K).sum((1, 2)) / (_norm(K0) * _norm(K))
-            ratio = L / (0.5 * (Y ** 2).sum((1, 2)))
-        cos, ratio = (np.asarray(a.cpu()) if isinstance(a, torch.Tensor) else a for a in (cos, ratio))
+        for _ in range(steps):
+            _, gx, gh, gy, *_ = loss_grads(*W, Xc, Yc)
+            W = [w.add(g, alpha=-eta) for w, g in zip(W, (gx, gh, gy))]
+        L = loss_grads(*W, Xc, Yc)[0] * P
+        K = ntk(*W, X)
+        cos = (K0 * K).sum((1, 2)) / (_norm(K0) * _norm(K))
+        ratio = L / (0.5 * (Yc ** 2).sum((1, 2)))
+        cos, ratio = (a.cpu().numpy() for a in (cos, ratio))
         D[it] = (1 - cos).reshape((len(seeds),) + shape[:3]).transpose(1, 2, 3, 0)
         loss_ratio[it] = ratio.reshape((len(seeds),) + shape[:3]).transpose(1, 2, 3, 0)
     out = {"T": np.array(Ts), "sigma": np.array(sigmas), "D": D, "loss_ratio": loss_ratio, "N_h": N_h}
@@ -185,21 +184,20 @@ def ntk_by_T(cache, name: str, Ts: Sequence[int], sigmas: Sequence[float], seeds
     return out
 
 
-def _norm(K):
-    """Frobenius norm of each matrix of a batch (numpy or torch)."""
+def _norm(K: torch.Tensor) -> torch.Tensor:
+    """Frobenius norm of each matrix of a batch."""
     return (K * K).sum((1, 2)) ** 0.5
 
 
-def ntk(Wx, Wh, Wy, X):
-    r"""Closed-form NTK :math:`K=JJ^\top` of the linear RNN, batched over configurations (numpy or
-    torch). With :math:`g_t=W_yW_h^{T-t}` (so :math:`\partial\hat y/\partial h_{t+1}=g_t`), the Jacobians are
+def ntk(Wx: torch.Tensor, Wh: torch.Tensor, Wy: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+    r"""F6: closed-form NTK :math:`K=JJ^\top` of the linear RNN, batched over configurations. With
+    :math:`g_t=W_yW_h^{T-t}` (so :math:`\partial\hat y/\partial h_{t+1}=g_t`), the Jacobians are
     :math:`\partial\hat y_i/\partial W_y=e_ih_{T+1}^\top`,
     :math:`\partial\hat y_i/\partial W_h=\sum_tg_{t,i}h_t^\top`,
     :math:`\partial\hat y_i/\partial W_x=\sum_tg_{t,i}x_t^\top`, so
     :math:`K_{pi,qj}=\delta_{ij}\langle h_{p,T+1},h_{q,T+1}\rangle+\sum_{t,t'}\langle g_{t,i},g_{t',j}\rangle
     (\langle h_{p,t},h_{q,t'}\rangle+\langle x_{p,t},x_{q,t'}\rangle)`. Shapes: W (C, ., .), X (C, P, T, N_x);
     returns (C, P·N_y, P·N_y). Equal to the autodiff kernel (tests)."""
-    ein = torch.einsum if isinstance(X, torch.Tensor) else np.einsum
     C, P, T, _ = X.shape
     hs = [0 * (X[:, :, 0] @ Wx.swapaxes(1, 2))]
     for t in range(T):
@@ -207,17 +205,13 @@ def ntk(Wx, Wh, Wy, X):
     g = [Wy]
     for _ in range(T - 1):
         g.insert(0, g[0] @ Wh)  # g_t = W_y W_h^{T-t}, t = 1..T
-    G = ein("ctin,csjn->ctisj", *(_stack(g, 1),) * 2)
-    H = _stack(hs[:T], 2)
-    HX = ein("cptn,cqsn->cptqs", H, H) + ein("cptn,cqsn->cptqs", X, X)
+    G = torch.einsum("ctin,csjn->ctisj", *(torch.stack(g, 1),) * 2)
+    H = torch.stack(hs[:T], 2)
+    HX = torch.einsum("cptn,cqsn->cptqs", H, H) + torch.einsum("cptn,cqsn->cptqs", X, X)
     Ny = Wy.shape[1]
-    eye = torch.eye(Ny, dtype=X.dtype, device=X.device) if ein is torch.einsum else np.eye(Ny)
-    K = ein("ctisj,cptqs->cpiqj", G, HX) + ein("cpn,cqn,ij->cpiqj", hs[T], hs[T], eye)
+    eye = torch.eye(Ny, dtype=X.dtype, device=X.device)
+    K = torch.einsum("ctisj,cptqs->cpiqj", G, HX) + torch.einsum("cpn,cqn,ij->cpiqj", hs[T], hs[T], eye)
     return K.reshape(C, P * Ny, P * Ny)
-
-
-def _stack(xs, axis):
-    return torch.stack(xs, axis) if isinstance(xs[0], torch.Tensor) else np.stack(xs, axis)
 
 
 def ntk_check(ntk: dict, gate: float = 1e-3, d_gain: float = 0.2) -> dict:
@@ -283,44 +277,55 @@ def sensory_targets(X: np.ndarray, rule: str) -> np.ndarray:
     return np.einsum("t,ptn->pn", w, X)
 
 
-def loss_grads(Wx, Wh, Wy, X, Y):
-    r"""Half MSE :math:`L=\frac1{2P}\sum_p\lVert \hat y_{p,T}-y_{p,T}\rVert^2` of :func:`forward` and its
-    gradients by hand-written backpropagation through time (numpy or torch, batched over a leading axis:
-    W (C, ., .), X (C, P, T, N_x), Y (C, P, N_y)); ``bench/learning_dynamics.py`` times the F6 sweep
-    that uses it against autograd.
-    Returns (L, dWx, dWh, dWy, dL/dh_{T+1}, h_{T+1})."""
-    P, T = X.shape[1], X.shape[2]
-    hs = [0 * (X[:, :, 0] @ Wx.swapaxes(1, 2))]  # h_1 = 0 (numpy or torch)
-    WhT, WxT = Wh.swapaxes(1, 2), Wx.swapaxes(1, 2)
+def columns(X: torch.Tensor, Y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """F6, F7, F8: inputs (C, P, T, N_x) and targets (C, P, N_y) in the layout of :func:`loss_grads`,
+    (C, N_x, T·P) (x_1 of every trial, then x_2, ...) and (C, N_y, P): trials along the last axis,
+    where torch's CPU batched products of these small matrices are up to three times faster than
+    with trials along the rows (our timing, 3 December 2026), and all time steps in one product."""
+    C, P, T, N_x = X.shape
+    return X.permute(0, 3, 2, 1).reshape(C, N_x, T * P), Y.transpose(1, 2).contiguous()
+
+
+def loss_grads(Wx: torch.Tensor, Wh: torch.Tensor, Wy: torch.Tensor, X: torch.Tensor, Y: torch.Tensor
+               ) -> tuple[torch.Tensor, ...]:
+    r"""F6, F7, F8: half MSE :math:`L=\frac1{2P}\sum_p\lVert \hat y_{p,T}-y_{p,T}\rVert^2` of :func:`forward`
+    and its gradients by hand-written backpropagation through time, batched over a leading axis:
+    W (C, ., .), X (C, N_x, T·P) and Y (C, N_y, P) (:func:`columns`); ``bench/learning_dynamics.py``
+    times the F6 sweep that uses it against autograd.
+    Returns (L, dWx, dWh, dWy, dL/dh_{T+1}, h_{T+1}), the last two (C, N_h, P)."""
+    P = Y.shape[-1]
+    T = X.shape[-1] // P
+    U = torch.bmm(Wx, X)  # W_x x_t for every t: (C, N_h, T·P)
+    hs = [torch.zeros_like(U[..., :P])]  # h_1 = 0
     for t in range(T):
-        hs.append(hs[-1] @ WhT + X[:, :, t] @ WxT)
-    r = (hs[-1] @ Wy.swapaxes(1, 2) - Y) / P
+        hs.append(torch.baddbmm(U[..., t * P:(t + 1) * P], Wh, hs[-1]))  # h_{t+1} = W_h h_t + W_x x_t
+    r = (torch.bmm(Wy, hs[-1]) - Y) / P
     L = 0.5 * P * (r * r).sum((1, 2))
-    dWy = r.swapaxes(1, 2) @ hs[-1]
-    d = r @ Wy  # dL/dh_{T+1}
-    dh = d
-    dWh, dWx = 0 * Wh, 0 * Wx
-    for t in range(T, 0, -1):  # h_{t+1} = W_h h_t + W_x x_t
-        dT = d.swapaxes(1, 2)
-        dWh += dT @ hs[t - 1]
-        dWx += dT @ X[:, :, t - 1]
-        d = d @ Wh
-    return L, dWx, dWh, dWy, dh, hs[-1]
+    dWy = torch.bmm(r, hs[-1].mT)
+    ds = [torch.bmm(Wy.mT, r)]  # dL/dh_{T+1}
+    WhT = Wh.mT
+    for _ in range(T - 1):
+        ds.append(torch.bmm(WhT, ds[-1]))  # dL/dh_t = W_h^T dL/dh_{t+1}
+    D = torch.cat(ds[::-1], 2)  # dL/dh_{t+1}, t = 1..T: (C, N_h, T·P)
+    dWh = torch.bmm(D, torch.cat(hs[:T], 2).mT)
+    dWx = torch.bmm(D, X.mT)
+    return L, dWx, dWh, dWy, ds[0], hs[-1]
 
 
 def train_sensory(rules: Sequence[str], T: int, seeds: Sequence[int], N_h: int = 4, P: int = 256,
                   init_scale: float = 0.1, lr: float | dict = 0.1, steps: int = 3000, n_rec: int = 150,
                   T_test: Sequence[int] = (), T_track: Sequence[int] = (), P_test: int = 1024,
-                  baseline: float = 0.0) -> dict[str, np.ndarray]:
+                  baseline: float = 0.0, device: str | torch.device = "cpu") -> dict[str, np.ndarray]:
     r"""F7 / F8 / C8 / C9: unaligned RNNs (:math:`\mathcal N(0,\sigma^2/N_\text{in})`, σ =
     ``init_scale``) trained on the sensory task by plain full-batch GD (the paper's optimiser) on the
-    half MSE of :func:`loss_grads`, all (rule, seed) as one batch; ``lr`` may be a dict per rule.
+    half MSE of :func:`loss_grads`, all (rule, seed) as one batch, in torch on ``device`` (inputs and
+    initial weights drawn on the CPU); ``lr`` may be a dict per rule.
     Inputs are centred (``baseline`` 0, our choice, see the chapter). Records, ``n_rec`` times,
     the singular values of :math:`W_h` and :math:`W_yW_x`, :math:`\lVert\partial L/\partial h_{T+1}\rVert`,
     :math:`\lVert\partial L/\partial W_h\rVert`, App. L's :math:`dH_T/dt_\theta` (the change of the
     final hidden states per unit of training time, :math:`\frac1P\sum_p\lVert h_{p,T+1}(n)-h_{p,T+1}(n-1)
     \rVert/\eta`) and the relative MSE at each length of ``T_track`` (Fig. 6's loss over training at
-    T = 50, 75, 100); then the relative MSE at each T_test."""
+    T = 50, 75, 100); then the relative MSE at each T_test. Returns NumPy arrays."""
     Xs, Ys, W0, lrs = [], [], [], []
     for rule in rules:
         for seed in seeds:
@@ -331,83 +336,97 @@ def train_sensory(rules: Sequence[str], T: int, seeds: Sequence[int], N_h: int =
                        for n_out, n_in in ((N_h, 4), (N_h, N_h), (4, N_h))])
             lrs.append(lr[rule] if isinstance(lr, dict) else lr)
     X, Y = np.array(Xs), np.array(Ys)
-    Wx, Wh, Wy = (np.array(w) for w in zip(*W0))
-    eta = np.array(lrs)[:, None, None]
+    Xc, Yc = columns(*(torch.from_numpy(a).to(device) for a in (X, Y)))
+    Wx, Wh, Wy = (torch.from_numpy(np.array(w)).to(device) for w in zip(*W0))
+    eta = torch.tensor(lrs, dtype=DTYPE, device=device)[:, None, None]
     rules_r = np.repeat(rules, len(seeds))
-    track = [_test_set(Tt, P_test, baseline, rules_r) for Tt in T_track]
+    track = [_test_set(Tt, P_test, baseline, rules_r, device) for Tt in T_track]
     every = max(steps // n_rec, 1)
     rec = {k: [] for k in ("step", "sv_h", "sv_yx", "grad_h", "grad_Wh", "dH_dt", "loss", "rel_mse_track")}
     h_prev = None
-    with np.errstate(all="ignore"):
-        for step in range(steps + 1):
-            L, gx, gh, gy, dh, h = loss_grads(Wx, Wh, Wy, X, Y)
-            if step % every == 0 or step == steps:
-                rec["step"].append(step)
-                rec["sv_h"].append(_svals(Wh))
-                rec["sv_yx"].append(_svals(Wy @ Wx))
-                rec["grad_h"].append(np.linalg.norm(dh, axis=(1, 2)))
-                rec["grad_Wh"].append(np.linalg.norm(gh, axis=(1, 2)))
-                rec["dH_dt"].append(np.full(len(X), np.nan) if h_prev is None else
-                                    np.linalg.norm(h - h_prev, axis=2).mean(1) / eta[:, 0, 0])
-                rec["loss"].append(L)
-                rec["rel_mse_track"].append([_rel_mse(Wx, Wh, Wy, *t) for t in track])
-            if step == steps:
-                break
-            h_prev = h
-            Wx, Wh, Wy = Wx - eta * gx, Wh - eta * gh, Wy - eta * gy
+    for step in range(steps + 1):
+        L, gx, gh, gy, dh, h = loss_grads(Wx, Wh, Wy, Xc, Yc)
+        if step % every == 0 or step == steps:
+            _record(rec, step, Wx, Wh, Wy, L, gh, dh, h, h_prev, eta, track)
+        if step == steps:
+            break
+        h_prev = h
+        Wx, Wh, Wy = (torch.addcmul(w, eta, g, value=-1) for w, g in ((Wx, gx), (Wh, gh), (Wy, gy)))
     out = {k: np.array(v) for k, v in rec.items()}
-    out["rel_mse"] = np.array([_rel_mse(Wx, Wh, Wy, *_test_set(Tt, P_test, baseline, rules_r))
+    out["rel_mse"] = np.array([_rel_mse(Wx, Wh, Wy, *_test_set(Tt, P_test, baseline, rules_r, device))
                                for Tt in T_test]).T.reshape(len(Xs), len(T_test))
     out.update({"T_test": np.array(T_test), "T_track": np.array(T_track), "rule": rules_r, "T": T,
-                "Wh": Wh, "Wx": Wx, "Wy": Wy, "X": X, "Y": Y, "lr": np.array(lrs)})
+                "Wh": Wh.cpu().numpy(), "Wx": Wx.cpu().numpy(), "Wy": Wy.cpu().numpy(), "X": X, "Y": Y,
+                "lr": np.array(lrs)})
     return out
 
 
-def _test_set(T: int, P: int, baseline: float, rules: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """F7: fresh sensory inputs of length T (seeded by T, shared by every run) and each run's targets."""
+def _record(rec: dict[str, list], step: int, Wx: torch.Tensor, Wh: torch.Tensor, Wy: torch.Tensor,
+            L: torch.Tensor, gh: torch.Tensor, dh: torch.Tensor, h: torch.Tensor, h_prev: torch.Tensor | None,
+            eta: torch.Tensor, track: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> None:
+    """F7, F8: one record of :func:`train_sensory` (the only host syncs of its loop), as NumPy."""
+    host = lambda a: a.cpu().numpy()
+    rec["step"].append(step)
+    rec["sv_h"].append(_svals(Wh))
+    rec["sv_yx"].append(_svals(Wy @ Wx))
+    rec["grad_h"].append(host(torch.linalg.matrix_norm(dh)))
+    rec["grad_Wh"].append(host(torch.linalg.matrix_norm(gh)))
+    rec["dH_dt"].append(np.full(len(h), np.nan) if h_prev is None else
+                        host(torch.linalg.vector_norm(h - h_prev, dim=1).mean(1) / eta[:, 0, 0]))
+    rec["loss"].append(host(L))
+    rec["rel_mse_track"].append([_rel_mse(Wx, Wh, Wy, *t) for t in track])
+
+
+def _test_set(T: int, P: int, baseline: float, rules: Sequence[str], device: str | torch.device = "cpu"
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+    """F7: fresh sensory inputs of length T (seeded by T, shared by every run, drawn on the CPU) and
+    each run's targets, on ``device``."""
     X = sensory_inputs(P, T, np.random.default_rng([10_000 + T]), baseline)
-    return X, np.array([sensory_targets(X, rule) for rule in rules])
+    Y = np.array([sensory_targets(X, rule) for rule in rules])
+    return torch.from_numpy(X).to(device), torch.from_numpy(Y).to(device)
 
 
-def _rel_mse(Wx, Wh, Wy, X, Y) -> np.ndarray:
+def _rel_mse(Wx: torch.Tensor, Wh: torch.Tensor, Wy: torch.Tensor, X: torch.Tensor, Y: torch.Tensor
+             ) -> np.ndarray:
     r"""F7: relative MSE :math:`\sum_p\lVert\hat y_p-y_p\rVert^2/\sum_p\lVert y_p\rVert^2` of each run (nan if
     diverged), with :math:`\hat y=\sum_tM_tx_t`, :math:`M_t=W_yW_h^{T-t}W_x` (§2; one einsum over long
-    test sequences instead of T batched steps)."""
+    test sequences instead of T batched steps). Returns NumPy."""
     G = [Wy]
     for _ in range(X.shape[1] - 1):
         G.append(G[-1] @ Wh)  # W_y W_h^k, k = 0..T-1
-    M = np.stack(G[::-1], 1) @ Wx[:, None]  # (C, T, N_y, N_x), t = 1..T
-    yhat = np.einsum("ctmn,ptn->cpm", M, X, optimize=True)
-    return ((yhat - Y) ** 2).sum((1, 2)) / (Y ** 2).sum((1, 2))
+    M = torch.stack(G[::-1], 1) @ Wx[:, None]  # (C, T, N_y, N_x), t = 1..T
+    yhat = torch.einsum("ctmn,ptn->cpm", M, X)
+    return (((yhat - Y) ** 2).sum((1, 2)) / (Y ** 2).sum((1, 2))).cpu().numpy()
 
 
 def sharpness(sens: dict, iters: int = 100, eps: float = 1e-5) -> np.ndarray:
     """C9: largest Hessian eigenvalue λ_max of the half MSE of :func:`loss_grads` at each run's final
-    weights (power iteration on finite-difference Hessian-vector products, all runs batched; nan for
-    a diverged run). GD at rate η can only settle where λ_max < 2/η."""
-    W = [sens["Wx"], sens["Wh"], sens["Wy"]]
-    X, Y = sens["X"], sens["Y"]
-    v = [np.random.default_rng(0).standard_normal(w.shape) for w in W]
-    lam = np.full(len(X), np.nan)
-    with np.errstate(all="ignore"):
-        for _ in range(iters):
-            norm = np.sqrt(sum((x * x).sum((1, 2)) for x in v))[:, None, None]
-            v = [x / norm for x in v]
-            gp = loss_grads(*(w + eps * x for w, x in zip(W, v)), X, Y)[1:4]
-            gm = loss_grads(*(w - eps * x for w, x in zip(W, v)), X, Y)[1:4]
-            hv = [(p - m) / (2 * eps) for p, m in zip(gp, gm)]
-            lam = sum((x * h).sum((1, 2)) for x, h in zip(v, hv))
-            v = hv
-    return lam
+    weights (power iteration on finite-difference Hessian-vector products, all runs batched, on the
+    CPU; nan for a diverged run). GD at rate η can only settle where λ_max < 2/η."""
+    W = [torch.from_numpy(sens[k]) for k in ("Wx", "Wh", "Wy")]
+    X, Y = columns(torch.from_numpy(sens["X"]), torch.from_numpy(sens["Y"]))
+    v = [torch.from_numpy(np.random.default_rng(0).standard_normal(w.shape)) for w in W]
+    lam = torch.full((len(X),), math.nan, dtype=DTYPE)
+    for _ in range(iters):
+        norm = torch.sqrt(sum((x * x).sum((1, 2)) for x in v))[:, None, None]
+        v = [x / norm for x in v]
+        gp = loss_grads(*(w + eps * x for w, x in zip(W, v)), X, Y)[1:4]
+        gm = loss_grads(*(w - eps * x for w, x in zip(W, v)), X, Y)[1:4]
+        hv = [(p - m) / (2 * eps) for p, m in zip(gp, gm)]
+        lam = sum((x * h).sum((1, 2)) for x, h in zip(v, hv))
+        v = hv
+    return lam.numpy()
 
 
-def _svals(M: np.ndarray) -> np.ndarray:
-    """Singular values of each matrix of a batch; nan for a matrix with non-finite entries."""
-    out = np.full(M.shape[:-1], np.nan)
-    ok = np.isfinite(M).all((-1, -2))
+def _svals(M: torch.Tensor) -> np.ndarray:
+    """F7, F8: singular values of each matrix of a batch, as NumPy; nan for a matrix with non-finite
+    entries."""
+    M = M.cpu()
+    out = torch.full(M.shape[:-1], math.nan, dtype=M.dtype)
+    ok = torch.isfinite(M).all(-1).all(-1)
     if ok.any():
-        out[ok] = np.linalg.svd(M[ok], compute_uv=False)
-    return out
+        out[ok] = torch.linalg.svdvals(M[ok])
+    return out.numpy()
 
 
 def sensory_check(sens: dict, mean_2T: float = 0.5) -> dict:

@@ -41,11 +41,11 @@ def f1_figure(run: Run, S: Settings) -> list[dict]:
 
 def f6_figure(run: Run, S: experiments.Settings) -> dict[str, np.ndarray]:
     """F6 / C7 (§3.5, Figs. 5, A6): the kernel distances of :func:`ntk_by_T` over the profile's T, σ
-    and seeds, through the results cache (``F6``), and the figure; the full profile adds the panels
+    and seeds, on the run's device, through the results cache (``F6``), and the figure; the full profile adds the panels
     of Figs. A5 and A7 (:func:`a5_a7_figure`). Returns the sweep."""
     Ts, sigmas, seeds = S.f6
     seeds = [s + run.seed for s in seeds]
-    ntk = ntk_by_T(run.cache, "F6", Ts, sigmas, seeds, progress=run.progress)
+    ntk = ntk_by_T(run.cache, "F6", Ts, sigmas, seeds, device=run.device, progress=run.progress)
     run.save_figure(plots.plot_f6(ntk), "F6",
                     f"Kernel distance {{eq}}`ld-ntk` after training against $T$ and the initial scale "
                     f"$\\sigma$, aligned (left) and unaligned (right) initialisation, mean over "
@@ -63,13 +63,13 @@ def f6_figure(run: Run, S: experiments.Settings) -> dict[str, np.ndarray]:
 def a5_a7_figure(run: Run, Ts_a5: Sequence[int], Ts_a7: Sequence[int], sigmas: Sequence[float],
                  seeds: Sequence[int], N_h: int = 300) -> None:
     """F6, full profile (Figs. A5, A7, App. J): unaligned networks with ``N_h`` hidden units (the
-    paper's 300; on the run's GPU, if any), and aligned and unaligned networks with separate initial
+    paper's 300), and aligned and unaligned networks with separate initial
     scales of W_h (σ_b) and of W_x, W_y (σ) at ``Ts_a7``, through the results cache (``F6-A5``,
-    ``F6-A7``), in one figure."""
-    dev = None if run.device.type == "cpu" else run.device
-    wide = ntk_by_T(run.cache, "F6-A5", Ts_a5, sigmas, seeds, N_h=N_h, inits=("unaligned",), device=dev,
-                    progress=run.progress)
-    sep = ntk_by_T(run.cache, "F6-A7", Ts_a7, sigmas, seeds, sigma_b=sigmas, progress=run.progress)
+    ``F6-A7``), in one figure, on the run's device."""
+    wide = ntk_by_T(run.cache, "F6-A5", Ts_a5, sigmas, seeds, N_h=N_h, inits=("unaligned",),
+                    device=run.device, progress=run.progress)
+    sep = ntk_by_T(run.cache, "F6-A7", Ts_a7, sigmas, seeds, sigma_b=sigmas, device=run.device,
+                   progress=run.progress)
     run.save_figure(plots.plot_f6_extra(wide, sep), "F6-A5-A7",
                     f"Kernel distance, full profile. Top left (Fig. A5): unaligned networks with $N_h = {N_h}$ "
                     f"hidden units{' (the paper: 300)' if N_h != 300 else ''} against $T$ and $\\sigma$. Other "
@@ -82,8 +82,8 @@ def f7_sensory(run: Run, S: experiments.Settings) -> dict[int, dict]:
     """F7 / C8 (§3.6, Fig. 6): the sum and mean networks of the sensory task (:func:`train_sensory`,
     rates :attr:`~rnnbook.learning_dynamics.experiments.Settings.f7_lr` and T times it), trained at
     Fig. 6's T = 4 for each N_h of the profile, with the loss over training at T = 4, 50, 75, 100 and
-    the final relative MSE at T_test = 1..3T, through the results cache (``F7-Nh{N_h}``), one figure
-    each. Returns :func:`sensory_check` per N_h."""
+    the final relative MSE at T_test = 1..3T, on the run's device, through the results cache
+    (``F7-Nh{N_h}``), one figure each. Returns :func:`sensory_check` per N_h."""
     T = S.f7_T
     T_test = list(range(1, 3 * T + 1))
     seeds = [s + run.seed for s in S.sensory_seeds]
@@ -95,7 +95,7 @@ def f7_sensory(run: Run, S: experiments.Settings) -> dict[int, dict]:
                                                "lr": lr},
                                 lambda: train_sensory(["sum", "mean"], T, seeds, N_h=N_h, init_scale=S.init_scale,
                                                       steps=steps, T_test=T_test, T_track=S.f7_track,
-                                                      lr={"sum": lr, "mean": lr * T}))
+                                                      lr={"sum": lr, "mean": lr * T}, device=run.device))
         run.save_figure(plots.plot_f7(sens), "F7" if N_h == 4 else f"F7-Nh{N_h}",
                         f"Sensory task (centred inputs), trained at T = {T} (Fig. 6's), $N_h$ = {N_h}, first seed: "
                         "singular values of $W_h$ (solid) and $W_yW_x$ (dashed) during GD, with the theory's 1 "
@@ -109,13 +109,14 @@ def f7_sensory(run: Run, S: experiments.Settings) -> dict[int, dict]:
 
 def f8_stability(run: Run, S: experiments.Settings) -> dict:
     """F8 / C9 (App. L, Fig. A8): late against early importance on the sensory inputs
-    (:func:`train_sensory` at rate :attr:`~rnnbook.learning_dynamics.experiments.Settings.f8_lr`), through the
+    (:func:`train_sensory` at rate :attr:`~rnnbook.learning_dynamics.experiments.Settings.f8_lr`, on the run's
+    device), through the
     results cache (``F8``), and the figure. Returns :func:`stability_check`."""
     seeds = [s + run.seed for s in S.sensory_seeds]
     lr, steps = S.f8_lr, S.sensory_steps(S.T)
     stab = run.cache.cached("F8", {"T": S.T, "seeds": seeds, "init": S.init_scale, "steps": steps, "lr": lr},
                             lambda: train_sensory(["late", "early"], S.T, seeds, init_scale=S.init_scale, lr=lr,
-                                                  steps=steps))
+                                                  steps=steps, device=run.device))
     run.save_figure(plots.plot_f8(stab), "F8",
                     f"Late ($y_T = 0.1\\sum_t t\\,x_t$) against early ($y_T = \\sum_t x_t/t$) importance, "
                     f"T = {S.T}, plain GD at rate {lr:g}, first seed: singular values of $W_h$ (left); "
