@@ -522,6 +522,27 @@ def test_f12_runs_on_the_given_device(device):
         assert np.nanmax(np.abs(a - b)) <= 1e-3 * np.nanmax(np.abs(b)), k
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device here"))])
+def test_f6_runs_on_the_given_device(device):
+    """F6 on ``device`` (issue 24, item 1): the default's cache key (the device is not in it); the
+    CPU's arrays are the default's bit for bit; a GPU's (same draws, made on the CPU) agree to 1e-3
+    of each array's largest entry (float32 networks, another order of sums)."""
+    cfg = experiments.SMOKE["f6"]
+    ref, got = _Probe(), _Probe()
+    propagation.f6_run(ref, cfg, 0)
+    out = propagation.f6_run(got, cfg, 0, device=torch.device(device))
+    assert got.key == ref.key == ("f6", {"cfg": cfg, "seed": 0})
+    assert out["act"]["GRU"].dtype == np.float64 and out["act"]["GRU"].shape == (5, 4)
+    assert got.result.keys() == ref.result.keys()
+    for k, b in ref.result.items():
+        a = got.result[k]
+        assert a.dtype == b.dtype and a.shape == b.shape and np.all(np.isfinite(a)), k
+        if device == "cpu":
+            assert np.array_equal(a, b, equal_nan=True), k
+        assert np.max(np.abs(a - b)) <= 1e-3 * np.max(np.abs(b)), k
+
+
 def test_c10_check_verdicts():
     f10 = {"LRU": {"1π": 1e-3, "0.01π": 1e-4}, "complex diag": {"1π": 1e-2, "0.01π": 1e-2},
            "RNN": {"1π": 1.0, "0.01π": 3.0}}

@@ -238,30 +238,41 @@ def signal_propagation(kind: str, taus: Sequence[float], norms: Sequence[str], x
     gradient of the notebook's loss (output t+1 against input t, ``preds[:, 1:]`` vs
     ``inputs[:, :-1]``) per parameter group of :data:`GRAD_GROUPS` (mean over the group's entries,
     as the notebook's ``jnp.mean(flat**2)``), averaged over batches of ``batch`` sequences of
-    x (n, T, d_in)."""
+    x (n, T, d_in). Runs on x's device (the networks drawn from ``seed`` on the CPU, then moved); the
+    per-batch results add up there and come back as NumPy once, at the end."""
     gen = torch.Generator().manual_seed(seed)
-    p = init_deep(kind, taus, x.shape[-1], d, gen, dtype=x.dtype)
+    dev = x.device
+    p = _to_device(init_deep(kind, taus, x.shape[-1], d, gen, dtype=x.dtype), dev)
     code = torch.tensor([NORMS.index(n) for n in norms])
     if torch.any(code.diff() < 0):
         raise ValueError("sort the networks by norm (none, layer, batch)")
+    code = code.to(dev)
     leaves = _leaves(p)
     for t in leaves.values():
         t.requires_grad_()
     R, nb = len(taus), x.shape[0] // batch
-    act = np.zeros((R, len(p["layers"])))
+    act = x.new_zeros(R, len(p["layers"]), dtype=torch.float64)
     group = {n: GRAD_GROUPS[kind].get(n.split(".")[1], "rest") for n in leaves}
-    g2 = {k: np.zeros(R) for k in dict.fromkeys(group.values())}
+    g2 = {k: x.new_zeros(R, dtype=torch.float64) for k in dict.fromkeys(group.values())}
     for i in range(nb):
         xb = x[i * batch:(i + 1) * batch]
         y, outs = deep_forward(kind, p, xb, code)
-        act += torch.stack([(o.detach() ** 2).mean((1, 2, 3)) for o in outs], 1).numpy() / nb
+        act += torch.stack([(o.detach() ** 2).mean((1, 2, 3)) for o in outs], 1) / nb
         loss = ((y[:, :, 1:] - xb[None, :, :-1]) ** 2).mean((1, 2, 3))
         gs = torch.autograd.grad(loss.sum(), list(leaves.values()))
         for key in g2:
             sel = [g for n, g in zip(leaves, gs) if group[n] == key]
             tot = sum((g.double() ** 2).flatten(1).sum(1) for g in sel)
-            g2[key] += (tot / sum(g[0].numel() for g in sel)).numpy() / nb
-    return {"act": act, **{f"g2_{k}": v for k, v in g2.items()}}
+            g2[key] += tot / sum(g[0].numel() for g in sel) / nb
+    return {"act": act.cpu().numpy(), **{f"g2_{k}": v.cpu().numpy() for k, v in g2.items()}}
+
+
+def _to_device(p: dict, dev: torch.device) -> dict:
+    """F6: :func:`init_deep`'s parameters (drawn on the CPU) moved to ``dev``, same structure."""
+    def move(v: torch.Tensor | tuple[torch.Tensor, ...]) -> torch.Tensor | tuple[torch.Tensor, ...]:
+        return tuple(t.to(dev) for t in v) if isinstance(v, tuple) else v.to(dev)
+    return {"enc": move(p["enc"]), "dec": move(p["dec"]),
+            "layers": [{k: move(v) for k, v in lay.items()} for lay in p["layers"]]}
 
 
 def _leaves(p: dict) -> dict[str, torch.Tensor]:
@@ -411,15 +422,17 @@ def binned_ratio(T: np.ndarray, emp: np.ndarray, theory: np.ndarray, bins: int =
 
 
 # ============================================================================ chapter drivers
-def f6_run(cache, cfg: dict[str, int], seed: int) -> dict:
+def f6_run(cache, cfg: dict[str, int], seed: int, *, device: torch.device = torch.device("cpu")) -> dict:
     """F6 (C7, C8): substitute inputs (``cfg``: d_in, d, tokens, seqs, batch), τ = 10^{k/2}, k = 0..4;
     c-diag under each normalisation, LRU and GRU without; cached. Returns taus, ``act[model]``
     (τ, block), ``g2[model][group]`` (no normalisation; the groups of :data:`GRAD_GROUPS` and
-    "rest") and ``g2_norm[norm]`` (c-diag's λ)."""
+    "rest") and ``g2_norm[norm]`` (c-diag's λ). Draws on the CPU, computes on ``device`` (not part
+    of the cache key)."""
     taus = [10 ** (k / 2) for k in range(5)]
 
     def compute() -> dict[str, np.ndarray]:
-        x = substitute_inputs(cfg["seqs"], cfg["tokens"], cfg["d_in"], torch.Generator().manual_seed(seed))
+        x = substitute_inputs(cfg["seqs"], cfg["tokens"], cfg["d_in"],
+                              torch.Generator().manual_seed(seed)).to(device)
         out = {}
         for kind, norms in (("c-diag", NORMS), ("LRU", ("none",)), ("GRU", ("none",))):
             res = signal_propagation(kind, [t for _ in norms for t in taus], [n for n in norms for _ in taus],
