@@ -506,6 +506,11 @@ def test_c8_rule_compares_r_star_with_the_papers_80(r_star, verdict, monkeypatch
     S = settings.resolve(**RESOLVE | {"tasks": ["ptb_char"]})
     c8 = experiments.c8_contraction(None, S, object())
     assert (c8["value"]["r*"], c8["passed"], c8["verdict"]) == (r_star, r_star is not None, verdict)
+    reading = experiments.c8_reading(c8["value"])  # the chapter's sentence, whatever r* is
+    assert reading.endswith({64: "within a factor 2 of the paper's ≈80",
+                             128: "within a factor 2 of the paper's ≈80",
+                             8: "10 times sooner than the paper's ≈80",
+                             None: "within 128 steps by our estimate"}[r_star])
 
 
 @pytest.mark.parametrize(("gaps", "passed"), [

@@ -438,6 +438,19 @@ def c8_contraction(cache, S: Settings, td: TaskData | None) -> dict:
             "passed": r_star is not None, "verdict": verdict}
 
 
+def c8_reading(value: dict) -> str:
+    """C8's r* against the paper's ≈80 in words, for the text: how many times sooner or later the
+    model contracts on data, or that it is within C8's factor 2, or that no r ≤ 128 contracts."""
+    r = value["r*"]
+    if r is None:
+        return "does not contract on data within 128 steps by our estimate"
+    if C8_PAPER_R / 2 <= r <= 2 * C8_PAPER_R:
+        return f"contracts from r* = {r} steps, within a factor 2 of the paper's ≈{C8_PAPER_R}"
+    ratio = C8_PAPER_R / r if r < C8_PAPER_R else r / C8_PAPER_R
+    return (f"contracts from r* = {r} steps, {ratio:.0f} times "
+            f"{'sooner' if r < C8_PAPER_R else 'later'} than the paper's ≈{C8_PAPER_R}")
+
+
 def f5_runs(S: Settings) -> list[dict]:
     """The F5 runs' :func:`fit` arguments: truncations ``S.f5_k`` and the reference, snapshots."""
     return [{"k": k, "epochs": S.f5_epochs, "snapshots": True} for k in S.f5_k + [S.f5_ref]]
