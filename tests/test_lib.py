@@ -449,6 +449,22 @@ def test_save_figure(run, capsys):
     assert set(manifest) == {"F1", "F2"}
 
 
+def test_svg_keeps_the_layout_the_png_solved(tmp_path):
+    """The SVGs reuse the constrained layout of the PNG's draw (not solved again): the axes sit
+    where a fresh constrained-layout draw puts them, and a smoke run writes no outline SVG."""
+    fig = _figure()
+    fig.canvas.draw()  # a draw with the layout engine: where the axes belong
+    solved = fig.axes[0].get_position().bounds
+    paths = figures.save_figure(fig, "F1", "c", tmp_path, "demo", show=False, outline=False)
+    assert fig.axes[0].get_position().bounds == pytest.approx(solved, abs=1e-3)
+    assert sorted(paths) == ["png", "svg"] and not (tmp_path / "F1.outline.svg").exists()
+    assert json.loads((tmp_path / "figures.json").read_text())["F1"]["files"] == ["F1.png", "F1.svg"]
+    smoke = rnnbook.setup("demo", profile="full", device="cpu", seed=0, smoke=True,
+                          results_dir=tmp_path / "results")
+    smoke.save_figure(_figure(), "F2", "c")
+    assert sorted(p.name for p in (smoke.dir / "figures").glob("F2.*")) == ["F2.png", "F2.svg"]
+
+
 def test_figure_export_is_stable(run):
     fdir = run.dir / "figures"
     run.save_figure(_figure((2, 1.5)), "F1", "c")

@@ -1,7 +1,7 @@
 """The book's figure style and export (all chapters).
 
 :func:`save_figure` writes ``<name>.png`` (200 dpi), ``<name>.svg`` and ``<name>.outline.svg`` (text
-drawn as paths) with stable names and metadata (title, caption, profile, commit), records the
+drawn as paths; not in a smoke run, whose figures are never shown) with stable names and metadata (title, caption, profile, commit), records the
 caption in ``figures.json`` beside them and shows the figure in the book as a numbered MyST figure
 labelled ``fig-<chapter>-<name>`` (cite it with ``{numref}`fig-<chapter>-<name>```). Loaded as a
 Sphinx extension, this module links every figure of the book to its files.
@@ -83,8 +83,10 @@ def label(chapter: str, name: str) -> str:
 
 
 def save_figure(fig: plt.Figure, name: str, caption: str, figures_dir: Path, chapter: str,
-                show: bool = True, provenance: dict | None = None) -> dict[str, Path]:
-    """Export ``fig`` as PNG, SVG and outline SVG (:data:`FORMATS`) under ``figures_dir`` and show it with ``caption`` (MyST),
+                show: bool = True, provenance: dict | None = None, outline: bool = True
+                ) -> dict[str, Path]:
+    """Export ``fig`` as PNG, SVG and outline SVG (:data:`FORMATS`; without ``outline`` the last
+    is skipped, as a smoke run does) under ``figures_dir`` and show it with ``caption`` (MyST),
     which the book starts with the figure's name (the specification's id: "**F4.** ..."), so that
     a figure cited by its id is found on the page.
 
@@ -95,16 +97,23 @@ def save_figure(fig: plt.Figure, name: str, caption: str, figures_dir: Path, cha
         raise ValueError(f"figure name {name!r} must match {NAME.pattern}")
     figures_dir.mkdir(parents=True, exist_ok=True)
     paths = figure_files(figures_dir, name)
+    if not outline:
+        del paths["outline"]
     title = f"{chapter} {name} (rnn-theory-book)"
     made = ", ".join(f"{k} {provenance[k]}" for k in ("profile", "commit") if k in (provenance or {}))
     with matplotlib.rc_context({"svg.hashsalt": STYLE["svg.hashsalt"]}):
         fig.savefig(paths["png"], dpi=DPI, metadata={"Software": None, "Title": title,
                                                      "Description": caption, "Source": made})
+        # the SVGs keep the layout that the PNG's draw solved, rather than solving it again each
+        # (about a third of an SVG's time for a multi-panel figure; 3 December 2026)
+        fig.set_layout_engine("none")
         for fmt, fonttype in (("svg", "none"), ("outline", "path")):
+            if fmt not in paths:
+                continue
             with matplotlib.rc_context({"svg.fonttype": fonttype}):
                 fig.savefig(paths[fmt], format="svg", metadata={
                     "Date": None, "Title": title, "Description": caption, "Source": made})
-    _record(figures_dir / "figures.json", chapter, name, caption, smallest_text_px(fig))
+    _record(figures_dir / "figures.json", chapter, name, caption, smallest_text_px(fig), paths)
     key = store(paths, {"chapter": chapter, "name": name, "caption": caption, **(provenance or {})})
     plt.close(fig)
     if show:
@@ -128,10 +137,11 @@ def figure_myst(png: Path, name: str, caption: str, key: str | None = None) -> s
             f"{caption}\n{fence}\n")
 
 
-def _record(manifest: Path, chapter: str, name: str, caption: str, text_px: float) -> None:
+def _record(manifest: Path, chapter: str, name: str, caption: str, text_px: float,
+            paths: dict[str, Path]) -> None:
     entries = json.loads(manifest.read_text()) if manifest.exists() else {}
     entries[name] = {"chapter": chapter, "name": name, "caption": caption,
-                     "files": [p.name for p in figure_files(Path(), name).values()], "smallest_text_px": round(text_px, 1)}
+                     "files": [p.name for p in paths.values()], "smallest_text_px": round(text_px, 1)}
     atomic_write(manifest, json.dumps(entries, indent=2).encode())
 
 

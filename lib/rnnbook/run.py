@@ -64,7 +64,8 @@ class Run:
         """Export ``fig`` to ``figures/<name>.{png,svg,outline.svg}`` and show it labelled
         ``fig-<chapter>-<name>``."""
         save_figure(fig, name, caption, self.dir / "figures", self.chapter,
-                    provenance=provenance(self.label, self.seed, self.device.type))
+                    provenance=provenance(self.label, self.seed, self.device.type),
+                    outline=not self.smoke)  # a smoke run's figures are never shown
 
     @property
     def label(self) -> str:
