@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# Smoke runs of every chapter and the extrapolation full profile on the lent GPU machine.
+#
+# ---- proposed for paper_scale.md ("On a lent GPU machine") ------------------------------------
+# A session that is lent a GPU machine (the `run` tool: one H200, no network, Python 3.12 with
+# CUDA torch but without papermill, jupytext, IPython, ipykernel, myst-nb) checks the full profile
+# on it in one call of under ten minutes:
+#
+# 1. Here, once, with network: `bash bench/device_prepare.sh`. It puts the missing packages as
+#    cp312 wheels in .whl/ (37 wheels, 16 MiB) and the datasets in .devdata/data.tar.gz (9 MiB),
+#    both ignored by git, and prints what will travel (about 40 of the 64 MiB allowed).
+# 2. The call: run(command="bash bench/device_check.sh", carry=[".whl", ".devdata"],
+#    timeout_s=600). The script keeps to BUDGET_S=540 seconds in all (e.g.
+#    command="BUDGET_S=300 bash bench/device_check.sh" for a shorter one), so it returns before the
+#    call's limit with what it has. It installs the wheels into /tmp/site, unpacks the data into
+#    /tmp/data (RNNBOOK_DATA), runs `python3 -m rnnbook run <chapter> --profile full --smoke
+#    --device cuda` for the five chapters (SMOKE_LIMIT_S=150 s each), then the extrapolation full
+#    profile for whatever time is left. A run cut short resumes from its cache: copy the returned
+#    extrapolation_full.tar.gz into .devdata/ and the next call goes on from there (only while the
+#    library's code is the same: its cache is keyed by the code's version).
+# 3. What comes back in $OUT (files_at): summary.json and summary.csv (per run: exit status, ok /
+#    failed / timeout / skipped, wall seconds, peak GPU memory in MiB from nvidia-smi polled every
+#    200 ms), env.txt (nvidia-smi, torch.cuda, the install's output), tails.txt (the last lines of
+#    each run's log), logs.tar.gz (the whole logs) and extrapolation_full.tar.gz (the full run's
+#    results folder: claims.json, run.json, figures/ and the executed notebook when it finished;
+#    the notebook so far and its cache/ when it was cut).
+# The device time of a session is 15 minutes, a machine's start included: one such call, with no
+# time to repeat it. A missing wheel or a broken install shows within the first minute (every run
+# then fails at once): give_back, fix it here, and call again.
+# ------------------------------------------------------------------------------------------------
+#
+# Here, without a GPU (as bench/device_prepare.sh's checks do):
+#     PY=/tmp/py312/bin/python3 DEVICE=cpu OUT=/tmp/out SCRATCH=/tmp/dc bash bench/device_check.sh
+# No `set -e`: a failing run must not skip the others or the summary.
+set -u
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+PY=${PY:-python3}                    # the interpreter (the device image's python3: 3.12, CUDA torch)
+DEVICE=${DEVICE:-cuda}               # --device of every run
+BUDGET_S=${BUDGET_S:-540}            # the whole script, installs and packing included
+SMOKE_LIMIT_S=${SMOKE_LIMIT_S:-150}  # one smoke run at most
+SCRATCH=${SCRATCH:-/tmp}             # site/, data/, smoke/, full/, logs/ go here
+OUT=${OUT:-$SCRATCH/out}
+RESERVE_S=25                         # kept back at the end for packing $OUT
+SMOKE=(curse_of_memory extrapolation learning_dynamics stable_models synthesis)
+START=$(date +%s)
+left() { echo $(( BUDGET_S - ($(date +%s) - START) - RESERVE_S )); }
+LOGS=$SCRATCH/logs
+mkdir -p "$OUT" "$LOGS"
+echo "name,rc,status,wall_s,limit_s,gpu_peak_mib,gpu_base_mib,last_line" >"$OUT/summary.csv"
+
+have_smi() { command -v nvidia-smi >/dev/null 2>&1; }
+gpu_used() {  # MiB in use on the GPU now, or n/a
+  have_smi && timeout 10 nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null \
+    | head -1 | tr -d ' ' || echo n/a
+}
+
+# Processes of one run carry DEVICE_CHECK_TAG in their environment, the Jupyter kernel too (it
+# runs in a session of its own, out of timeout's reach): end those still alive after the run.
+end_tagged() {
+  local tag=$1 sig pids p
+  for sig in TERM KILL; do
+    pids=""
+    for p in /proc/[0-9]*; do
+      grep -qsz "^DEVICE_CHECK_TAG=$tag\$" "$p/environ" && pids="$pids ${p#/proc/}"
+    done
+    [ -z "$pids" ] && return
+    echo "ending leftover processes of $tag ($sig):$pids"
+    kill -s "$sig" $pids 2>/dev/null
+    sleep 3
+  done
+}
+
+# run NAME LIMIT ARGS...: `$PY -m rnnbook run ARGS` within LIMIT seconds, one line in summary.csv.
+run() {
+  local name=$1 limit=$2 log=$LOGS/$1.log status rc t0 t1 base peak poller="" last
+  shift 2
+  if [ "$limit" -lt 20 ]; then
+    echo "$name,,skipped,0,$limit,n/a,n/a,no time left" >>"$OUT/summary.csv"
+    echo "== $name: skipped (${limit} s left)"; return
+  fi
+  base=$(gpu_used); peak=n/a
+  if have_smi; then
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 >"$LOGS/$name.mem" 2>/dev/null &
+    poller=$!
+  fi
+  echo "== $name: $PY -m rnnbook run $* (limit ${limit} s)"
+  t0=$(date +%s%N)
+  DEVICE_CHECK_TAG=$name.$$ timeout -k 15 "$limit" "$PY" -m rnnbook run "$@" >"$log" 2>&1
+  rc=$?
+  t1=$(date +%s%N)
+  end_tagged "$name.$$"
+  if [ -n "$poller" ]; then
+    kill "$poller" 2>/dev/null; wait "$poller" 2>/dev/null
+    peak=$(sort -n "$LOGS/$name.mem" | tail -1 | tr -d ' '); peak=${peak:-n/a}
+  fi
+  case $rc in 0) status=ok ;; 124|137) status=timeout ;; *) status=failed ;; esac
+  last=$(tr '\r' '\n' <"$log" | grep -v '^\s*$' | tail -1 | tr -d ',"' | cut -c1-150)
+  local wall=$(( (t1 - t0) / 1000000 ))
+  printf '%s,%s,%s,%d.%03d,%s,%s,%s,%s\n' "$name" "$rc" "$status" $((wall / 1000)) $((wall % 1000)) \
+    "$limit" "$peak" "$base" "$last" >>"$OUT/summary.csv"
+  echo "   $status (exit $rc) in $((wall / 1000)) s, GPU peak ${peak} MiB (before: ${base}); $last"
+}
+
+# summary.json from summary.csv, tails.txt and logs.tar.gz; also when the script is stopped.
+finish() {
+  trap - EXIT INT TERM
+  "$PY" - "$OUT/summary.csv" "$OUT/summary.json" "$BUDGET_S" "$(( $(date +%s) - START ))" "$DEVICE" <<'EOF' \
+    || echo "summary.json not written (see summary.csv)"
+import csv, json, sys
+src, dst, budget, total, device = sys.argv[1:]
+rows = list(csv.DictReader(open(src)))
+for r in rows:
+    for k in ("rc", "wall_s", "limit_s", "gpu_peak_mib", "gpu_base_mib"):
+        try: r[k] = None if r[k] == "" else float(r[k]) if "." in r[k] else int(r[k])
+        except ValueError: pass  # n/a
+json.dump({"device": device, "budget_s": int(budget), "script_s": int(total), "runs": rows},
+          open(dst, "w"), indent=1)
+EOF
+  for f in "$LOGS"/*.log; do
+    [ -e "$f" ] || continue
+    echo "===== $(basename "$f") (last 40 lines)"; tr '\r' '\n' <"$f" | grep -v '^\s*$' | tail -40
+  done >"$OUT/tails.txt"
+  for f in "$LOGS"/*.log; do  # progress bars can make long logs: their last 4 MB are enough
+    [ "$(stat -c %s "$f" 2>/dev/null || echo 0)" -gt 4000000 ] && tail -c 4000000 "$f" >"$f.tmp" && mv "$f.tmp" "$f"
+  done
+  tar -C "$SCRATCH" -czf "$OUT/logs.tar.gz" logs 2>/dev/null
+  echo "== done in $(( $(date +%s) - START )) s; $OUT:"; ls -la "$OUT"
+  cat "$OUT/summary.csv"
+}
+trap finish EXIT
+trap 'exit 130' INT TERM
+
+# ---- the packages and the data ----------------------------------------------------------------
+{
+  echo "== $(date -u +%FT%TZ) $(uname -srm); $(nproc) cores; python: $("$PY" -V 2>&1)"
+  if have_smi; then timeout 20 nvidia-smi; else echo "nvidia-smi: n/a"; fi
+  echo "== wheels into $SCRATCH/site"
+  timeout 180 "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target "$SCRATCH/site" .whl/*.whl 2>&1 | grep -v "WARNING: Target directory"
+  echo "pip install: exit ${PIPESTATUS[0]}"
+  mkdir -p "$SCRATCH" && rm -rf "$SCRATCH/data" && timeout 60 tar -C "$SCRATCH" -xzf .devdata/data.tar.gz
+  echo "data: exit $?, $(du -sh "$SCRATCH/data" 2>&1 | cut -f1)"
+} 2>&1 | tee "$OUT/env.txt"
+export RNNBOOK_DATA=$SCRATCH/data PYTHONPATH=$ROOT/lib:$SCRATCH/site RNNBOOK_QUIET=1 PYTHONUNBUFFERED=1
+export MPLBACKEND=Agg JUPYTER_RUNTIME_DIR=$SCRATCH/jupyter-runtime IPYTHONDIR=$SCRATCH/ipython
+timeout 120 "$PY" - <<'EOF' 2>&1 | tee -a "$OUT/env.txt"
+import torch, numpy, papermill, jupytext, ipykernel, IPython, myst_nb
+print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available(),
+      "| numpy", numpy.__version__, "| papermill", papermill.__version__, "| jupytext",
+      jupytext.__version__, "| ipykernel", ipykernel.__version__, "| IPython", IPython.__version__)
+for i in range(torch.cuda.device_count()):
+    p = torch.cuda.get_device_properties(i)
+    print(f"cuda:{i} {p.name}, {p.total_memory / 2**30:.0f} GiB, {p.multi_processor_count} SMs, "
+          f"capability {p.major}.{p.minor}")
+EOF
+
+# ---- the runs -----------------------------------------------------------------------------------
+for chapter in "${SMOKE[@]}"; do
+  limit=$(left); [ "$limit" -gt "$SMOKE_LIMIT_S" ] && limit=$SMOKE_LIMIT_S
+  run "smoke_$chapter" "$limit" "$chapter" --profile full --smoke --device "$DEVICE" \
+    --results-dir "$SCRATCH/smoke"
+done
+rm -rf "$SCRATCH/full/extrapolation" && mkdir -p "$SCRATCH/full"
+[ -f .devdata/extrapolation_full.tar.gz ] && tar -C "$SCRATCH/full" -xzf .devdata/extrapolation_full.tar.gz \
+  && echo "resuming from .devdata/extrapolation_full.tar.gz: $(ls "$SCRATCH/full/extrapolation/cache" | wc -l) cache files"
+run full_extrapolation "$(left)" extrapolation --profile full --device "$DEVICE" --results-dir "$SCRATCH/full"
+
+# The full run's folder: its results if it finished, else the notebook so far and the cache to
+# resume from (without the cache if that is over 15 MiB packed).
+dir=$SCRATCH/full/extrapolation
+if [ -d "$dir" ]; then
+  echo "full extrapolation: $(ls "$dir/cache" 2>/dev/null | grep -c '\.json$') cache entries," \
+       "run.json $([ -f "$dir/run.json" ] && echo present || echo absent)" | tee -a "$OUT/env.txt"
+  tar -C "$SCRATCH/full" -czf "$OUT/extrapolation_full.tar.gz" extrapolation
+  if [ "$(stat -c %s "$OUT/extrapolation_full.tar.gz")" -gt $((15 * 1048576)) ]; then
+    tar -C "$SCRATCH/full" -czf "$OUT/extrapolation_full.tar.gz" --exclude=extrapolation/cache extrapolation
+  fi
+fi
