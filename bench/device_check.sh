@@ -8,16 +8,18 @@
 #
 # 1. Here, once, with network: `bash bench/device_prepare.sh`. It puts the missing packages as
 #    cp312 wheels in .whl/ (37 wheels, 16 MiB) and the datasets in .devdata/data.tar.gz (9 MiB),
-#    both ignored by git, and prints what will travel (about 40 of the 64 MiB allowed).
+#    both ignored by git, and prints what will travel (37 MiB with the book's tracked files, of
+#    the 64 MiB allowed).
 # 2. The call: run(command="bash bench/device_check.sh", carry=[".whl", ".devdata"],
 #    timeout_s=600). The script keeps to BUDGET_S=540 seconds in all (e.g.
 #    command="BUDGET_S=300 bash bench/device_check.sh" for a shorter one), so it returns before the
 #    call's limit with what it has. It installs the wheels into /tmp/site, unpacks the data into
 #    /tmp/data (RNNBOOK_DATA), runs `python3 -m rnnbook run <chapter> --profile full --smoke
 #    --device cuda` for the five chapters (SMOKE_LIMIT_S=150 s each), then the extrapolation full
-#    profile for whatever time is left. A run cut short resumes from its cache: copy the returned
-#    extrapolation_full.tar.gz into .devdata/ and the next call goes on from there (only while the
-#    library's code is the same: its cache is keyed by the code's version).
+#    profile for whatever time is left (SMOKE_CHAPTERS="" gives it all). A run cut short resumes
+#    from its cache: copy the returned extrapolation_full.tar.gz into .devdata/ (after
+#    device_prepare.sh, which empties that folder) and the next call goes on from there, as long as
+#    the library's code is the same (the cache is keyed by its version).
 # 3. What comes back in $OUT (files_at): summary.json and summary.csv (per run: exit status, ok /
 #    failed / timeout / skipped, wall seconds, peak GPU memory in MiB from nvidia-smi polled every
 #    200 ms), env.txt (nvidia-smi, torch.cuda, the install's output), tails.txt (the last lines of
@@ -25,11 +27,13 @@
 #    results folder: claims.json, run.json, figures/ and the executed notebook when it finished;
 #    the notebook so far and its cache/ when it was cut).
 # The device time of a session is 15 minutes, a machine's start included: one such call, with no
-# time to repeat it. A missing wheel or a broken install shows within the first minute (every run
-# then fails at once): give_back, fix it here, and call again.
+# time to repeat it. A missing wheel or a broken install shows within the first minute (env.txt's
+# import line fails and every run fails at once): fix it here and call again while the machine is
+# still warm.
 # ------------------------------------------------------------------------------------------------
 #
-# Here, without a GPU (as bench/device_prepare.sh's checks do):
+# Here, without a GPU, in a Python 3.12 venv holding only packages of the device image (torch 2.11.0,
+# numpy, scipy, matplotlib, sympy, pyyaml, tqdm, pandas, pillow, markdown-it-py, ...):
 #     PY=/tmp/py312/bin/python3 DEVICE=cpu OUT=/tmp/out SCRATCH=/tmp/dc bash bench/device_check.sh
 # No `set -e`: a failing run must not skip the others or the summary.
 set -u
@@ -39,10 +43,11 @@ PY=${PY:-python3}                    # the interpreter (the device image's pytho
 DEVICE=${DEVICE:-cuda}               # --device of every run
 BUDGET_S=${BUDGET_S:-540}            # the whole script, installs and packing included
 SMOKE_LIMIT_S=${SMOKE_LIMIT_S:-150}  # one smoke run at most
+# SMOKE_CHAPTERS: the chapters smoke-run first (default all five; "" for none)
 SCRATCH=${SCRATCH:-/tmp}             # site/, data/, smoke/, full/, logs/ go here
 OUT=${OUT:-$SCRATCH/out}
 RESERVE_S=25                         # kept back at the end for packing $OUT
-SMOKE=(curse_of_memory extrapolation learning_dynamics stable_models synthesis)
+read -ra SMOKE <<<"${SMOKE_CHAPTERS-curse_of_memory extrapolation learning_dynamics stable_models synthesis}"
 START=$(date +%s)
 left() { echo $(( BUDGET_S - ($(date +%s) - START) - RESERVE_S )); }
 LOGS=$SCRATCH/logs
@@ -143,12 +148,14 @@ trap 'exit 130' INT TERM
   echo "data: exit $?, $(du -sh "$SCRATCH/data" 2>&1 | cut -f1)"
 } 2>&1 | tee "$OUT/env.txt"
 export RNNBOOK_DATA=$SCRATCH/data PYTHONPATH=$ROOT/lib:$SCRATCH/site RNNBOOK_QUIET=1 PYTHONUNBUFFERED=1
-export MPLBACKEND=Agg JUPYTER_RUNTIME_DIR=$SCRATCH/jupyter-runtime IPYTHONDIR=$SCRATCH/ipython
+export JUPYTER_RUNTIME_DIR=$SCRATCH/jupyter-runtime IPYTHONDIR=$SCRATCH/ipython
 timeout 120 "$PY" - <<'EOF' 2>&1 | tee -a "$OUT/env.txt"
-import torch, numpy, papermill, jupytext, ipykernel, IPython, myst_nb
+import torch, numpy, papermill, jupytext, ipykernel, IPython, markdown_it, myst_nb.ext.glue
+from jupytext.myst import is_myst_available  # the image's markdown-it-py with our mdit-py-plugins
 print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available(),
       "| numpy", numpy.__version__, "| papermill", papermill.__version__, "| jupytext",
-      jupytext.__version__, "| ipykernel", ipykernel.__version__, "| IPython", IPython.__version__)
+      jupytext.__version__, "| ipykernel", ipykernel.__version__, "| IPython", IPython.__version__,
+      "| markdown-it-py", markdown_it.__version__, "MyST readable" if is_myst_available() else "NO MyST")
 for i in range(torch.cuda.device_count()):
     p = torch.cuda.get_device_properties(i)
     print(f"cuda:{i} {p.name}, {p.total_memory / 2**30:.0f} GiB, {p.multi_processor_count} SMs, "
