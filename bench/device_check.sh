@@ -84,7 +84,7 @@ run() {
     echo "$name,,skipped,0,$limit,n/a,n/a,no time left" >>"$OUT/summary.csv"
     echo "== $name: skipped (${limit} s left)"; return
   fi
-  base=$(gpu_used); peak=n/a
+  base=$(gpu_used); base=${base:-n/a}; peak=n/a
   if have_smi; then
     nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 >"$LOGS/$name.mem" 2>/dev/null &
     poller=$!
