@@ -647,3 +647,17 @@ def test_kernels_of_shared_buckets_equal_each_groups_own():
     both = models.kernels(P, 40)
     alone = torch.cat([models.kernel(s, p, 40) for s, p in P.items()])
     assert both.shape == (10, 40) and torch.allclose(both, alone, rtol=1e-12, atol=1e-14)
+
+
+def test_survey_ranges_quote_the_seed_runs_only():
+    """The C4/C5/C10 numbers the text glues from the committed survey: over the `seed N` runs,
+    and the seeds whose equal-rate ratio is under C10's bound of 3."""
+    from rnnbook.curse_of_memory import experiments
+    run = lambda best, eq, g: {  # noqa: E731
+        "C10": {"L(pi)/L(pi/100), LRU": best, "equal-rate ratio, LRU": eq,
+                "losses": {"complex diag": {"1π": 1e-3, "0.01π": 0.3}}},
+        "C5": {"median ratio": 20.0, "ratios per seed": [9.0, 20.0]}, "C4": {"g (median)": g}}
+    out = experiments.survey_ranges({"seed 0": run(90, 12, 1.2), "seed 1": run(16, 2.5, 1.0),
+                                     "rho 0.3": run(1, 1, 0.1)})
+    assert (out["c10_best"], out["c10_eq"], out["c10_eq_below"]) == ("16 to 90", "2.5 to 12", "seed 1")
+    assert out["c4_g"] == "1.20, 1.00" and out["c5_single"] == "9 to 20"

@@ -594,3 +594,16 @@ def test_survey_margins_of_the_committed_survey():
         assert float(r["C6 char gap, LSTM (≥ 0.1) | RNN"].split(" | ")[0]) >= 0.1
         assert float(r["C9 ‖W‖₂ drop (≥ 0.2)"]) >= 0.2
         assert max(map(float, r["C11 spread, RNN | LSTM (≤ 0.15)"].split(" | "))) <= 0.15
+
+
+def test_survey_ranges_quote_the_extremes_over_runs():
+    """The C8/C9 ranges the text glues from the committed survey: min to max over its runs."""
+    run = lambda w2, w32, drops, a2, a32, r: {  # noqa: E731
+        "C9": {"‖W‖₂ k=2": w2, "‖W‖₂ k=32": w32, "‖W‖₂ drop per seed": drops,
+               "NLL(stable) − NLL(unstable), k=2": a2, "NLL(stable) − NLL(unstable), k=32": a32},
+        "C8": {"r*": r}}
+    out = experiments.survey_ranges({"seed 0": run(3.4, 2.9, [0.3, 0.7], -0.04, -0.2, 16),
+                                     "seed 1": run(3.3, 2.8, [0.5], 0.02, -0.1, 8)})
+    assert out["c9_mean_drop"] == "0.50 to 0.50" and out["c9_seed_drop"] == "0.30 to 0.70"
+    assert out["c9_runs"] == "3" and out["c9_adv2"] == "-0.040 to +0.020"
+    assert (out["c8_r"], out["c8_factor"]) == ("8 to 16", "5 to 10")

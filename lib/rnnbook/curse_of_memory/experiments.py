@@ -564,6 +564,28 @@ def adam_probe_summary(prows: Sequence[dict]) -> tuple[list[float], dict[str, di
 
 
 # ============================================================================ the seed survey
+def survey_ranges(survey: dict[str, dict]) -> dict[str, str]:
+    """The numbers of the seed runs (``seed N``) of a committed survey
+    (:func:`rnnbook.claims.survey_values`) that the C4, C5 and C10 text quotes, formatted: C10's
+    LRU ratios at the best and at the shared rate (and the seeds whose shared-rate ratio is under
+    3), the complex diagonal network's best losses at π and π/100; C5's five-seed medians and
+    single ratios; C4's median g per run."""
+    runs = {k: v for k, v in survey.items() if k.startswith("seed")}
+    def span(xs, fmt: str) -> str:
+        return f"{min(xs):{fmt}} to {max(xs):{fmt}}"
+    c10 = {k: v["C10"] for k, v in runs.items()}
+    eq = {k: c["equal-rate ratio, LRU"] for k, c in c10.items()}
+    cd = [c["losses"]["complex diag"] for c in c10.values()]
+    return {"c10_best": span([c["L(pi)/L(pi/100), LRU"] for c in c10.values()], ".0f"),
+            "c10_eq": span(eq.values(), ".2g"),
+            "c10_eq_below": ", ".join(k for k, r in eq.items() if r < 3) or "none",
+            "c10_cd_small": span([x["0.01π"] for x in cd], ".2g"),
+            "c10_cd_pi": span([x["1π"] for x in cd], ".2g"),
+            "c5_meds": span([v["C5"]["median ratio"] for v in runs.values()], ".0f"),
+            "c5_single": span([r for v in runs.values() for r in v["C5"]["ratios per seed"]], ".3g"),
+            "c4_g": ", ".join(f"{v['C4']['g (median)']:.2f}" for v in runs.values())}
+
+
 def survey_margins(path: Path) -> Table | str:
     """The values of the committed seed survey (:func:`rnnbook.claims.survey`) that the quick checks
     compare with their thresholds (in the column heads), one row per run: C3's three, C4's median g,

@@ -465,6 +465,24 @@ def f5_jobs(S: Settings) -> list[Job]:
 
 
 # ============================================================================ the seed survey
+def survey_ranges(survey: dict[str, dict]) -> dict[str, str]:
+    """The ranges over the runs of a committed seed survey (:func:`rnnbook.claims.survey_values`)
+    that the C8 and C9 text quotes, formatted: C9's three-seed mean drop and its single seeds'
+    drops, the mean ‖W‖₂ at k = 2 and 32, the NLL half at both k, and C8's r* and its factor."""
+    def span(xs, fmt: str) -> str:
+        return f"{min(xs):{fmt}} to {max(xs):{fmt}}"
+    c9 = [v["C9"] for v in survey.values()]
+    r = [v["C8"]["r*"] for v in survey.values()]
+    return {"c9_mean_drop": span([c["‖W‖₂ k=2"] - c["‖W‖₂ k=32"] for c in c9], ".2f"),
+            "c9_seed_drop": span([d for c in c9 for d in c["‖W‖₂ drop per seed"]], ".2f"),
+            "c9_runs": str(sum(len(c["‖W‖₂ drop per seed"]) for c in c9)),
+            "c9_w2": span([c["‖W‖₂ k=2"] for c in c9], ".2f"),
+            "c9_w32": span([c["‖W‖₂ k=32"] for c in c9], ".2f"),
+            "c9_adv2": span([c["NLL(stable) − NLL(unstable), k=2"] for c in c9], "+.3f"),
+            "c9_adv32": span([c["NLL(stable) − NLL(unstable), k=32"] for c in c9], "+.3f"),
+            "c8_r": span(r, "d"), "c8_factor": span([C8_PAPER_R / x for x in r], ".0f")}
+
+
 def survey_margins(path: Path) -> Table | str:
     """The values of a committed seed survey (:func:`rnnbook.claims.survey`) that sit nearest their
     thresholds (quick profile, in the column heads), one row per run: C4's largest α/t and smallest
