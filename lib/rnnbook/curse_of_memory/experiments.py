@@ -581,7 +581,7 @@ def survey_ranges(survey: dict[str, dict]) -> dict[str, str]:
             "c10_eq_below": ", ".join(k for k, r in eq.items() if r < 3) or "none",
             "c10_cd_small": span([x["0.01π"] for x in cd], ".2g"),
             "c10_cd_pi": span([x["1π"] for x in cd], ".2g"),
-            "c5_meds": span([v["C5"]["median ratio"] for v in runs.values()], ".0f"),
+            "c5_medians": span([v["C5"]["median ratio"] for v in runs.values()], ".0f"),
             "c5_single": span([r for v in runs.values() for r in v["C5"]["ratios per seed"]], ".3g"),
             "c4_g": ", ".join(f"{v['C4']['g (median)']:.2f}" for v in runs.values())}
 
