@@ -7,8 +7,9 @@ browser itself through the DevTools protocol, so data URIs, PNG and SVG files ar
 cell shows an error, traceback or stderr, no request leaves the machine, the page does not scroll
 sideways, and every link into the book resolves (the file exists, and so does the ``#anchor`` in
 it). On chapter pages also: the claims table has rows, and every figure has a caption and links to
-its PNG and SVG files. Screenshots of every page go to ``_build/screenshots/`` (chapter pages whole,
-as 1280 x 1600 tiles ``<page>-NN.png``) for people to look at.
+its PNG and SVG files. A screenshot of every page's first screen goes to ``_build/screenshots/``
+for people to look at; ``RNNBOOK_SCREENSHOTS=whole`` takes chapter pages whole, as 1280 x 1600
+tiles ``<page>-NN.png`` (about 150 tiles, a quarter of the test's time).
 
 The book is built only if ``_build/html`` is not up to date with the sources
 (:func:`rnnbook.execute.build_book` reusing the executions of ``tests/test_chapters.py``, which
@@ -42,6 +43,10 @@ HTML = execute.HTML_DIR
 SHOTS = BUILD_DIR / "screenshots"
 WIDTH, HEIGHT = 1280, 1600
 MAX_TILES = 60
+SCREENSHOTS = os.environ.get("RNNBOOK_SCREENSHOTS") or "first"
+if SCREENSHOTS not in ("first", "whole"):
+    raise ValueError(f"RNNBOOK_SCREENSHOTS={SCREENSHOTS!r}: allowed values are 'first' (each "
+                     "page's first screen, the default) and 'whole' (chapter pages whole)")
 BROWSERS = 2
 CHROMIUM = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser",
                                                        "google-chrome")) if p), None)
@@ -285,7 +290,7 @@ def visit(browser: Chromium, paths: list[Path]) -> dict[str, tuple[dict, list[st
         report, remote = page.load(path.as_uri())
         out[rel] = (report, remote)
         stem = rel.removesuffix(".html").replace("/", "-")
-        if rel.startswith("chapters/"):
+        if rel.startswith("chapters/") and SCREENSHOTS == "whole":
             tiles = min(MAX_TILES, -(-report["height"] // HEIGHT))
             for i in range(tiles):
                 page.screenshot(SHOTS / f"{stem}-{i + 1:02d}.png", i * HEIGHT)
