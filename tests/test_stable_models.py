@@ -2,6 +2,8 @@
 projections during training, parameter validation and the contraction estimate."""
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import shutil
 import urllib.request
@@ -219,6 +221,41 @@ def test_a_stack_trains_each_member_as_if_alone(cell, constraint, truncated):
         with torch.no_grad():
             total, n = datasets.jsb_nll(alone(x[0], m.k), y[0], mask[0])
         assert records[j].test == pytest.approx(total / n, rel=1e-5)
+
+
+@pytest.mark.parametrize("task", ["jsb", "atis", "ptb_char"])
+def test_every_stack_trains_on_the_settings_device(task, monkeypatch):
+    """JSB and ATIS stacks go to the chapter's device as the language models do (issue 24, item 1:
+    no CPU-only path in the full profile); the device is not in the cache key."""
+    S = settings.resolve(**RESOLVE | {"tasks": [task]})
+    S = dataclasses.replace(S, device=torch.device("cuda"))  # never used: train_members is stubbed
+    seen = []
+    monkeypatch.setattr(train, "train_members", lambda *a: seen.append(a[7]) or [{}])
+
+    class Cache:
+        def cached_batch(self, name, configs, compute):
+            self.configs = configs
+            compute(configs)
+    cache = Cache()
+    train.train_group(cache, S, train.TaskData(task, {}, 8, 8), [(task, "rnn", False, 0, {})])
+    assert seen == [torch.device("cuda")] and "cuda" not in json.dumps(cache.configs)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
+@pytest.mark.parametrize("cell", settings.CELLS)
+def test_a_jsb_stack_trains_on_cuda_as_on_the_cpu(cell):
+    """A truncated JSB stack (stable and unstable members) on CUDA ends where the CPU's does, to
+    float32 rounding over a few steps (another order of sums)."""
+    cfg = settings.TaskConfig("jsb", 16, lr=0.5, clip=1.0, epochs=2, batch=1)
+    members = [stack.Member(0, None, 3, 0.0),
+               stack.Member(1, "spectral" if cell == "rnn" else "row", 3, 0.0)]
+    cpu, gpu = (stack.train_members("jsb", cell, cfg, _toy_jsb(), 88, 88, members,
+                                    torch.device(d)) for d in ("cpu", "cuda"))
+    for a, b in zip(cpu, gpu):
+        assert b["test"] == pytest.approx(a["test"], rel=1e-4)
+        for n in a:
+            if n.startswith("p."):
+                assert np.allclose(a[n], b[n], atol=1e-4), n
 
 
 @pytest.mark.parametrize("cell", settings.CELLS)

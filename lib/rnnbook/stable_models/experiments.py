@@ -403,12 +403,12 @@ def estimates(S: Settings) -> dict[str, Estimate]:
 def estimate(cache, S: Settings, td: TaskData, e: Estimate) -> dict[int, float]:
     """One estimate of :func:`estimates`: :math:`\\hat S_r` of the trained model on windows of
     its training data (:func:`contraction_estimate`, App. C), through the results cache, on the
-    language models' device (a GPU where there is one: the full profile's r = 128 composes the
+    chapter's device (a GPU where there is one: the full profile's r = 128 composes the
     character LSTM 128 times per ascent step)."""
     seed = S.seeds[0]
 
     def compute() -> dict:
-        net = fit(cache, S, td, e.cell, e.stable, seed, **e.kwargs)[1].to(S.lm_device)
+        net = fit(cache, S, td, e.cell, e.stable, seed, **e.kwargs)[1].to(S.device)
         x = embedded_windows(net, td, seed=seed)
         S_hat = contraction_estimate(net, x, e.rs, e.starts, e.steps, seed)
         return {str(r): v for r, v in S_hat.items()}

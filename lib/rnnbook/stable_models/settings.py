@@ -92,7 +92,7 @@ class Settings:
     lstm_forget_bias: float
     lstm_constraint: str
     seeds: list[int]
-    lm_device: torch.device
+    device: torch.device  # every model's training and the contraction estimates
     f2_k: list[int] = field(default_factory=list)  # training truncations of F2/F4 (JSB)
     c9_seeds: list[int] = field(default_factory=list)  # C9's unstable RNN at k = 2, 32
     c9_min_drop: float = 0.5  # C9: ‖W‖₂(k=2) − ‖W‖₂(k=32), mean over c9_seeds (quick: 0.2)

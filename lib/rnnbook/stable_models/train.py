@@ -195,12 +195,11 @@ def train_group(cache, S: Settings, td: TaskData, jobs: list[Job]) -> None:
     parts = [member_of(S, j) for j in jobs]
     (task, cell, cfg, snapshots, _), name = parts[0][0], parts[0][2]
     config = TaskConfig(**json.loads(cfg))
-    device = S.lm_device if config.bptt else torch.device("cpu")
     member = {json.dumps(c, sort_keys=True): m for _, m, _, c in parts}
 
     def compute(configs: list[dict]) -> list[dict]:
         todo = [member[json.dumps(c, sort_keys=True)] for c in configs]
-        return train_members(task, cell, config, td.data, td.n_in, td.n_out, todo, device,
+        return train_members(task, cell, config, td.data, td.n_in, td.n_out, todo, S.device,
                              snapshots)
     cache.cached_batch(name, [c for *_, c in parts], compute)
 
