@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Smoke runs of every chapter and the extrapolation full profile on the lent GPU machine.
+# Smoke runs of every chapter, the stable-models bench and the extrapolation full profile on the
+# lent GPU machine.
 #
 # ---- proposed for paper_scale.md ("On a lent GPU machine") ------------------------------------
 # A session that is lent a GPU machine (the `run` tool: one H200, no network, Python 3.12 with
@@ -15,8 +16,10 @@
 #    command="BUDGET_S=300 bash bench/device_check.sh" for a shorter one), so it returns before the
 #    call's limit with what it has. It installs the wheels into /tmp/site, unpacks the data into
 #    /tmp/data (RNNBOOK_DATA), runs `python3 -m rnnbook run <chapter> --profile full --smoke
-#    --device cuda` for the five chapters (SMOKE_LIMIT_S=150 s each), then the extrapolation full
-#    profile for whatever time is left (SMOKE_CHAPTERS="" gives it all). A run cut short resumes
+#    --device cuda` for the five chapters (SMOKE_LIMIT_S=150 s each), then `bench/stable_models.py
+#    --device cuda` (BENCH_LIMIT_S=120 s; the stacks against the author-style loop, the ratio issue
+#    21 asks for; BENCH_LIMIT_S=0 skips it), then the extrapolation full profile for whatever time
+#    is left (SMOKE_CHAPTERS="" gives it all). A run cut short resumes
 #    from its cache: copy the returned extrapolation_full.tar.gz into .devdata/ (after
 #    device_prepare.sh, which empties that folder) and the next call goes on from there, as long as
 #    the library's code is the same (the cache is keyed by its version).
@@ -43,6 +46,7 @@ PY=${PY:-python3}                    # the interpreter (the device image's pytho
 DEVICE=${DEVICE:-cuda}               # --device of every run
 BUDGET_S=${BUDGET_S:-540}            # the whole script, installs and packing included
 SMOKE_LIMIT_S=${SMOKE_LIMIT_S:-150}  # one smoke run at most
+BENCH_LIMIT_S=${BENCH_LIMIT_S:-120}  # bench/stable_models.py at most (0: skipped)
 # SMOKE_CHAPTERS: the chapters smoke-run first (default all five; "" for none)
 SCRATCH=${SCRATCH:-/tmp}             # site/, data/, smoke/, full/, logs/ go here
 OUT=${OUT:-$SCRATCH/out}
@@ -76,7 +80,7 @@ end_tagged() {
   done
 }
 
-# run NAME LIMIT ARGS...: `$PY -m rnnbook run ARGS` within LIMIT seconds, one line in summary.csv.
+# run NAME LIMIT CMD...: CMD within LIMIT seconds, one line in summary.csv.
 run() {
   local name=$1 limit=$2 log=$LOGS/$1.log status rc t0 t1 base peak poller="" last
   shift 2
@@ -89,9 +93,9 @@ run() {
     nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 >"$LOGS/$name.mem" 2>/dev/null &
     poller=$!
   fi
-  echo "== $name: $PY -m rnnbook run $* (limit ${limit} s)"
+  echo "== $name: $* (limit ${limit} s)"
   t0=$(date +%s%N)
-  DEVICE_CHECK_TAG=$name.$$ timeout -k 15 "$limit" "$PY" -m rnnbook run "$@" >"$log" 2>&1
+  DEVICE_CHECK_TAG=$name.$$ timeout -k 15 "$limit" "$@" >"$log" 2>&1
   rc=$?
   t1=$(date +%s%N)
   end_tagged "$name.$$"
@@ -165,13 +169,16 @@ EOF
 # ---- the runs -----------------------------------------------------------------------------------
 for chapter in "${SMOKE[@]}"; do
   limit=$(left); [ "$limit" -gt "$SMOKE_LIMIT_S" ] && limit=$SMOKE_LIMIT_S
-  run "smoke_$chapter" "$limit" "$chapter" --profile full --smoke --device "$DEVICE" \
-    --results-dir "$SCRATCH/smoke"
+  run "smoke_$chapter" "$limit" "$PY" -m rnnbook run "$chapter" --profile full --smoke \
+    --device "$DEVICE" --results-dir "$SCRATCH/smoke"
 done
+limit=$(left); [ "$limit" -gt "$BENCH_LIMIT_S" ] && limit=$BENCH_LIMIT_S
+run bench_stable_models "$limit" "$PY" bench/stable_models.py --device "$DEVICE"
 rm -rf "$SCRATCH/full/extrapolation" && mkdir -p "$SCRATCH/full"
 [ -f .devdata/extrapolation_full.tar.gz ] && tar -C "$SCRATCH/full" -xzf .devdata/extrapolation_full.tar.gz \
   && echo "resuming from .devdata/extrapolation_full.tar.gz: $(ls "$SCRATCH/full/extrapolation/cache" | wc -l) cache files"
-run full_extrapolation "$(left)" extrapolation --profile full --device "$DEVICE" --results-dir "$SCRATCH/full"
+run full_extrapolation "$(left)" "$PY" -m rnnbook run extrapolation --profile full --device "$DEVICE" \
+  --results-dir "$SCRATCH/full"
 
 # The full run's folder: its results if it finished, else the notebook so far and the cache to
 # resume from (without the cache if that is over 15 MiB packed).
