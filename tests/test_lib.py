@@ -1198,7 +1198,7 @@ def _claims(path: Path, *items) -> None:
 
 def test_full_results_absent_says_how_to_make_them(tmp_path):
     text = rnnbook.display.full_results_html("demo", [], tmp_path)
-    assert "No full-profile results" in text and "make full DEVICE=cuda" in text
+    assert "No full-profile results" in text and "<code>make full</code> runs every chapter" in text
     _claims(tmp_path / "demo" / "claims.json")  # an interrupted run: no run record
     assert "No full-profile results" in rnnbook.display.full_results_html("demo", [], tmp_path)
 

@@ -118,8 +118,8 @@ def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULT
         return ('<p class="rnnbook-full-results">No full-profile results of this chapter are '
                 f"committed yet: make them with <code>python -m rnnbook run {chapter} --profile "
                 "full --results-dir data/results/full</code> (on a GPU machine where the chapter's "
-                "text says its full profile uses one; <code>make full DEVICE=cuda</code> runs "
-                f"every chapter) and commit <code>data/results/full/{chapter}/</code>.</p>")
+                "text says its full profile uses one; <code>make full</code> runs every chapter, "
+                f"each on the device its <code>auto</code> picks) and commit <code>data/results/full/{chapter}/</code>.</p>")
     record = full_record(folder)
     full = {c.id: c for c in load(folder / "claims.json")}
     where = ", ".join(str(x) for x in (record.get("hardware", {}).get("summary"),
