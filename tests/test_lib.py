@@ -1304,6 +1304,13 @@ def test_run_record(tmp_path):
     assert r["hardware"]["cpu_count"] and r["hardware"]["summary"]
     assert r["source_sha256"] == execute.source_hash(chapter)
     json.dumps(r)
+    auto = {"profile": "full", "device": "auto"}  # a chapter whose auto means the CPU, on any machine
+    assert execute.run_record(chapter, auto, started, 1.0, found, device="cpu")["device"] == "cpu"
+
+
+def test_setup_leaves_the_device_it_resolved_for_the_run_record(tmp_path):
+    run = rnnbook.setup("demo", device="cpu", results_dir=tmp_path)
+    assert (tmp_path / "demo" / paths.DEVICE_FILE).read_text() == "cpu" == run.device.type
 
 
 # ------------------------------------------------------------------------- book build, bench

@@ -34,8 +34,9 @@ import yaml
 
 from rnnbook import claims, engine
 from rnnbook.display import SmokeResults
-from rnnbook.paths import (BOOK_ROOT, BUILD_DIR, CHAPTERS_DIR, FULL_RESULTS_DIR, SURVEY_DIR, chapters, code_version,
-                           default_results_dir, git_commit, results_version)
+from rnnbook.paths import (BOOK_ROOT, BUILD_DIR, CHAPTERS_DIR, DEVICE_FILE, FULL_RESULTS_DIR,
+                           SURVEY_DIR, chapters, code_version, default_results_dir, git_commit,
+                           results_version)
 
 EXECUTED_DIR = BUILD_DIR / "executed"  # executions of default parameters the book may reuse
 BOOK_CACHE = BUILD_DIR / ".jupyter_cache"
@@ -114,7 +115,8 @@ def execute_chapter(chapter: str, parameters: dict[str, Any] | None = None,
     nb = jupytext.read(chapter_source(chapter))
     nb.metadata["rnnbook"] = execution_stamp(chapter, parameters)
     (root / chapter).mkdir(parents=True, exist_ok=True)
-    (root / chapter / RUN_RECORD).unlink(missing_ok=True)
+    for stale in (RUN_RECORD, DEVICE_FILE):
+        (root / chapter / stale).unlink(missing_ok=True)
     reused = len(list((root / chapter / "cache").glob("*.json")))  # a resumed run's finished work
     started = datetime.datetime.now(datetime.timezone.utc)
     t0 = time.perf_counter()
@@ -125,8 +127,9 @@ def execute_chapter(chapter: str, parameters: dict[str, Any] | None = None,
                                    kernel_name="python3", progress_bar=not quiet,
                                    stderr_file=None if quiet else sys.stderr)
     found = claims.load(root / chapter / "claims.json")
+    used = root / chapter / DEVICE_FILE
     record = run_record(chapter, parameters, started, time.perf_counter() - t0, found, reused,
-                        executor)
+                        executor, used.read_text() if used.exists() else None)
     claims.atomic_write(root / chapter / RUN_RECORD, json.dumps(record, indent=2).encode())
     return found, out
 
@@ -261,10 +264,11 @@ def hardware() -> dict[str, Any]:
 
 def run_record(chapter: str, parameters: dict[str, Any], started: datetime.datetime,
                wall_seconds: float, found: list[claims.Claim], cached_at_start: int = 0,
-               executor: engine.Executor | None = None) -> dict[str, Any]:
+               executor: engine.Executor | None = None, device: str | None = None) -> dict[str, Any]:
     """Where, when and with what a chapter run was made (``run.json``); ``wall_seconds`` is this
     process's time, which for a resumed run (``cached_at_start`` results already in its cache)
-    leaves out the earlier processes' work."""
+    leaves out the earlier processes' work. ``device``: the one the chapter's run used (its
+    :data:`~rnnbook.paths.DEVICE_FILE`), else the parameters' with "auto" resolved here."""
     import platform
     from importlib import metadata
 
@@ -275,7 +279,7 @@ def run_record(chapter: str, parameters: dict[str, Any], started: datetime.datet
     for package in ("torch", "numpy", "scipy", "matplotlib", "papermill"):
         with contextlib.suppress(metadata.PackageNotFoundError):
             versions[package] = metadata.version(package)
-    device = parameters.get("device", "auto")
+    device = device or parameters.get("device", "auto")
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     return {"chapter": chapter, "profile": parameters.get("profile", "quick"),

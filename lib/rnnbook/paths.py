@@ -88,6 +88,9 @@ def results_version(chapter: str | None = None) -> str:
 
 
 FULL_RESULTS_DIR = BOOK_ROOT / "data" / "results" / "full"  # committed full-profile results
+# in a chapter's results folder: the device its run resolved (the run record reports it, since a
+# chapter's "auto" can mean the CPU on a GPU machine)
+DEVICE_FILE = "device.txt"
 SURVEY_DIR = BOOK_ROOT / "data" / "results" / "survey"  # committed quick seed surveys, <chapter>.json
 FIGURE_STORE = BUILD_DIR / "figure-store"  # figure files by content, for the book build's links
 

@@ -25,7 +25,7 @@ from rnnbook.cache import Cache
 from rnnbook.claims import Claim, Claims, summary_html, verdict_box_html
 from rnnbook.display import full_figures_myst, full_results_html
 from rnnbook.figures import provenance, save_figure, use_style
-from rnnbook.paths import SURVEY_DIR, code_version, default_results_dir, quiet, results_version
+from rnnbook.paths import DEVICE_FILE, SURVEY_DIR, code_version, default_results_dir, quiet, results_version
 
 T = TypeVar("T")
 
@@ -147,4 +147,7 @@ def setup(chapter: str, profile: str = "quick", device: str = "auto", seed: int 
     use_style()
     plain_numpy_scalars()
     root = Path(results_dir) if results_dir is not None else default_results_dir(profile)
-    return Run(chapter, profile, dev, seed, root.expanduser().resolve() / chapter, smoke)
+    run = Run(chapter, profile, dev, seed, root.expanduser().resolve() / chapter, smoke)
+    run.dir.mkdir(parents=True, exist_ok=True)
+    (run.dir / DEVICE_FILE).write_text(dev.type)  # for the run record (rnnbook.execute)
+    return run
