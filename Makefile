@@ -1,7 +1,7 @@
 # rnn-theory-book: `make book` builds the book, `make test` runs the tests. Both set up .venv first.
 #   make figures            every figure of the book as PNG + SVG in _build/figures/<chapter>/
 #   make full               the full profiles into data/results/full/<chapter>/, then the book
-#                           (DEVICE=auto: each chapter's own choice, the GPU where it gains; cuda)
+#                           (DEVICE=auto: each chapter's own choice; DEVICE=cuda: all on the GPU)
 #                           (EXECUTOR=local:N or slurm sends the sweeps out as jobs; RUN_FLAGS=
 #                           takes further options, e.g. RUN_FLAGS="--slurm-config slurm.yaml")
 #   make bench              every bench/*.py, one table of speed-up ratios

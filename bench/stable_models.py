@@ -15,10 +15,11 @@ stable set, so the SVD is rarely skipped), which stacking cannot share: it bound
 On a CPU the first ratio is bounded by memory, not by the loop: at one chorale per step every time
 step of every model reads its 128 x 128 W once forward and once backward, and the batched
 mat-vecs cost about as much per model as one alone (MKL, 2.2 us per 128 x 128 mat-vec here, 3
-December 2026), so a stack of 32 gains less than a stack of 8 (``--models 32``). On a GPU (``--device cuda``) the
-loop pays kernel launches per model, the stack once for all, yet on a lent H200 (4 December 2026)
-the ratios were 3.8x and 1.4x, 2.2x over both, not the tenfold hoped for: the loop's ``nn.RNN``
-runs cuDNN's fused recurrence, the stack launches its kernels at every time step.
+December 2026), so a stack of 32 gains less than a stack of 8 (``--models 32``). On a GPU
+(``--device cuda``) the loop pays kernel launches per model, the stack once for all, yet on a lent
+H200 (4 December 2026) the ratios were 3.8x and 1.4x, 2.2x over both, not the tenfold hoped for.
+There the loop's ``nn.RNN`` runs cuDNN's fused recurrence, one call per chorale, and the stack
+launches its kernels at every time step; where the time goes was not profiled.
 
     .venv/bin/python bench/stable_models.py [--device cpu|cuda] [--models 8]
 """
