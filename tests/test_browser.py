@@ -86,8 +86,9 @@ CHECK_JS = r"""
     errors: [...main.querySelectorAll('.output.traceback, .output.error, .output.stderr')].map(text),
     traceback: main.innerText.includes('Traceback (most recent call last)'),
     claims_rows: document.querySelectorAll('.claims-table tbody tr').length,
-    claims: [...main.querySelectorAll('.claims-table:not(.rnnbook-full-results) tbody tr')].map(
-      tr => [text(tr.cells[0]), text(tr.cells[tr.cells.length - 1].querySelector('.verdict-badge'))]),
+    claims: [...main.querySelectorAll('.claims-table:not(.rnnbook-full-results) tbody tr:not(.claim-group)')].map(
+      tr => [text(tr.cells[0]), text(tr.cells[tr.cells.length - 1].querySelector('.verdict-badge')),
+             tr.classList.contains('claim-kind-evidence')]),
     long_cells: [...main.querySelectorAll('.claims-table td')].map(td => {
       const c = td.cloneNode(true);  // a collapsed <details> shows its summary, not the rest
       c.querySelectorAll('details').forEach(d => d.replaceWith(d.querySelector('summary') || ''));
@@ -95,7 +96,15 @@ CHECK_JS = r"""
     }).filter(t => t.length > 120).map(t => t.slice(0, 80)),
     verdict_boxes: [...main.querySelectorAll('.verdict-box')].map(
       b => [...b.querySelectorAll('.verdict-badge')].map(text)),
-    scorecard: [...main.querySelectorAll('.verdict-summary')].map(text),
+    scorecard: [...main.querySelectorAll('.verdict-summary')].map(
+      e => [text(e.querySelector('.evidence-line')), e.querySelector('.checks-line') ? text(e.querySelector('.checks-line')) : '']),
+    summary_boxes: [...main.querySelectorAll('.summary-box dt')].map(text),
+    findings_rows: main.querySelectorAll('table.rnnbook-findings tbody tr').length,
+    findings_first: (() => {
+      const f = main.querySelector('table.rnnbook-findings');
+      const c = main.querySelector('.claims-table:not(.rnnbook-full-results)');
+      return !!(f && c && (f.compareDocumentPosition(c) & Node.DOCUMENT_POSITION_FOLLOWING));
+    })(),
     figures: [...main.querySelectorAll('figure')].map(f => ({
       id: f.id, caption: f.querySelector('figcaption') ? text(f.querySelector('figcaption')) : '',
       files: [...f.querySelectorAll('a.rnnbook-figure-file')].map(a => a.getAttribute('href'))})),
@@ -358,18 +367,32 @@ def test_claims_table_on_every_chapter(reports):
 
 
 
-def verdict_groups(claims: list[list[str]]) -> dict[str, list[str]]:
-    """The claim ids of a page's claims table under each verdict (the badge of its last cell)."""
-    groups = {v: [cid for cid, badge in claims if badge == v] for v in VERDICTS}
+def verdict_groups(claims: list[list], evidence: bool = True) -> dict[str, list[str]]:
+    """The ids of a page's evidence (or other) claims under each verdict (the badge of its last
+    cell), in the table's order."""
+    groups = {v: [cid for cid, badge, ev in claims if badge == v and ev == evidence] for v in VERDICTS}
     return {v: ids for v, ids in groups.items() if ids}
 
 
 def test_every_chapter_opens_with_its_verdicts(reports):
-    """The verdict box at the top of each chapter says what its claims table says."""
+    """The verdict box at the top of each chapter says what its claims table says of the evidence
+    (a failed check or construction adds its own badge)."""
     for page, (r, _) in reports.items():
         if page.startswith("chapters/"):
             groups = verdict_groups(r["claims"])
-            assert r["verdict_boxes"] == [[f"{v} ({len(ids)})" for v, ids in groups.items()]], page
+            fails = verdict_groups(r["claims"], evidence=False).get("fails", [])
+            assert r["verdict_boxes"] == [[f"{v} ({len(ids)})" for v, ids in groups.items()]
+                                          + ([f"{len(fails)} fail"] if fails else [])], page
+
+
+def test_every_chapter_shows_its_summary_and_findings(reports):
+    """Issue 42: a reproduction summary near the top of each chapter, and its findings table (the
+    paper's figures and numbers beside ours) before its claims table."""
+    for page, (r, _) in reports.items():
+        if page.startswith("chapters/"):
+            assert r["summary_boxes"] == ["Scope", "What we read", "What was easy", "What was hard",
+                                          "Compute", "What differs, and why"], page
+            assert r["findings_rows"] > 0 and r["findings_first"], page
 
 
 def test_claims_tables_show_short_cells(reports):
@@ -388,7 +411,10 @@ def test_preface_scorecard_agrees_with_every_chapter(reports):
                                                 "curse_of_memory", "synthesis")):
         claims = reports[f"chapters/{page}.html"][0]["claims"]
         badges = " ".join(f"{len(ids)} {v} ({', '.join(ids)})" for v, ids in verdict_groups(claims).items())
-        assert line == f"{len(claims)} checks: {badges}", page
+        evidence = sum(ev for _, _, ev in claims)
+        assert line[0] == f"{evidence} claims of the paper tested (quick profile): {badges}", page
+        passing = verdict_groups(claims, evidence=False).get("passes", [])
+        assert not passing or line[1].startswith(f"{len(passing)} check"), page
 
 
 def test_figures_have_captions_and_files(reports):
@@ -449,3 +475,51 @@ def test_execution_table_says_yes_not_emoji(reports):
     box where no emoji font is installed)."""
     page = (HTML / "execution_statistics.html").read_text()
     assert "✅" not in page and "❌" not in page and ">yes<" in page
+
+
+# The contrast (WCAG 2) of every text of the verdict box, the summary box and the claims table
+# against the background it is drawn on, in the theme the page is switched to.
+CONTRAST_JS = r"""
+((theme) => {
+  document.documentElement.dataset.theme = theme;
+  document.documentElement.dataset.mode = theme;
+  const rgb = c => c.match(/[\d.]+/g).map(Number);
+  const lum = c => { const [r, g, b] = rgb(c).slice(0, 3).map(x => { x /= 255;
+    return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+  const back = e => { for (; e; e = e.parentElement) { const c = getComputedStyle(e).backgroundColor;
+    const v = rgb(c); if (v.length < 4 || v[3] > 0.5) return c; }
+    return theme === 'dark' ? 'rgb(0, 0, 0)' : 'rgb(255, 255, 255)'; };
+  const ratio = e => { const a = lum(getComputedStyle(e).color), b = lum(back(e));
+    return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05); };
+  const out = [];
+  for (const e of document.querySelectorAll('.verdict-box *, .summary-box *, .claims-table *')) {
+    const own = [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
+    if (own && e.getClientRects().length) out.push([ratio(e), e.className || e.tagName, e.textContent.trim().slice(0, 40)]);
+  }
+  return {background: getComputedStyle(document.body).backgroundColor, texts: out};
+})
+"""
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_verdict_box_and_claims_table_readable_in_both_themes(book, theme):
+    """Issue 42: under the theme's dark toggle (html[data-theme=dark]) as in the light theme, every
+    text of a chapter's verdict box, summary box and claims table keeps a contrast of at least
+    4.5:1 (WCAG AA) against its background."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="rnnbook-chromium-") as profile:
+        browser = Chromium(profile)
+        try:
+            page = Page(browser)
+            page.load((HTML / "chapters" / "extrapolation.html").as_uri())
+            got = browser.send("Runtime.evaluate", page.s, expression=f"{CONTRAST_JS}({theme!r})",
+                               returnByValue=True)["result"]["value"]
+            page.screenshot(SHOTS / f"theme-{theme}-extrapolation.png")
+        finally:
+            browser.close()
+    dark = sum(map(int, got["background"].strip("rgba()").split(",")[:3])) < 3 * 80
+    assert dark == (theme == "dark"), got["background"]  # the toggle took
+    assert len(got["texts"]) > 20
+    low = [t for t in got["texts"] if t[0] < 4.5]
+    assert not low, f"{theme}: low-contrast texts (ratio, class, text): {low[:5]}"

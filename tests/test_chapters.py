@@ -12,7 +12,7 @@ import json
 import papermill
 import pytest
 
-from rnnbook import claims
+from rnnbook import claims, report
 from rnnbook.figures import MIN_TEXT_PX
 from rnnbook.paths import FULL_RESULTS_DIR, SURVEY_DIR, chapters
 
@@ -48,6 +48,12 @@ def test_chapter_quick_claims(chapter, execution):
     small = {n: e["smallest_text_px"] for n, e in manifest.items()
              if e["smallest_text_px"] < MIN_TEXT_PX}
     assert not small, f"{chapter}: figure text smaller than {MIN_TEXT_PX} px on the page: {small}"
+    # issue 42: every record keeps the schema (a kind; evidence with the paper's value, ours and,
+    # unless reproduced, a coded reason), and every finding names a figure or claim of this run
+    for c in claims.load(results_dir / chapter / "claims.json"):
+        claims.validate(c)
+    findings = report.chapter_report(chapter).FINDINGS
+    assert report.unknown_names(findings, set(manifest), {c.id for c in found}) == [], chapter
 
 
 @pytest.mark.parametrize("chapter", chapters())

@@ -263,21 +263,25 @@ def test_seeding_is_reproducible(tmp_path):
 
 # --------------------------------------------------------------------------------------- claims
 
+EV = {"kind": "evidence", "paper": "Fig. 1: 0.3", "ours": "0.31"}  # an evidence claim's fields
+
 def test_claims_written_after_each_claim(run):
     path = run.dir / "claims.json"
-    run.claim("C1", "loss falls", "Sec. 2", 0.25, "< 0.5", passed=True)
+    run.claim("C1", "loss falls", "Sec. 2", 0.25, "< 0.5", passed=True, **EV)
     first = strict_json(path.read_text())
     assert len(first) == 1
     assert tuple(first[0]) == claims_mod.FIELDS
     assert first[0] == {"id": "C1", "statement": "loss falls", "source": "Sec. 2", "value": 0.25,
-                        "tolerance": "< 0.5", "verdict": "reproduced", "passed": True}
-    run.claim("C2", "it diverges", "Fig. 3", 7, "> 10", passed=False)
+                        "tolerance": "< 0.5", "verdict": "reproduced", "passed": True,
+                        "kind": "evidence", "paper": "Fig. 1: 0.3", "ours": "0.31", "reason": None}
+    run.claim("C2", "it diverges", "Fig. 3", 7, "> 10", passed=False, **EV, reason="differs")
     second = strict_json(path.read_text())
     assert [c["id"] for c in second] == ["C1", "C2"]
     assert second[1]["verdict"] == "not reproduced" and second[1]["passed"] is False
-    run.claim("C3", "x", "y", 1, "z", passed=True, verdict="partly")
-    run.claim("C4", "x", "y", 1, "z", passed=False, verdict="inconclusive")
-    run.claim("C5", "x", "y", 1, "z", passed=True, verdict="not reproduced")  # pinned
+    run.claim("C3", "x", "y", 1, "z", passed=True, verdict="partly", **EV, reason="setting")
+    run.claim("C4", "x", "y", 1, "z", passed=False, verdict="inconclusive", **EV, reason="not-run")
+    run.claim("C5", "x", "y", 1, "z", passed=True, verdict="not reproduced", **EV,
+              reason="differs")  # pinned
     got = strict_json(path.read_text())
     assert [(c["verdict"], c["passed"]) for c in got[2:]] == [
         ("partly", True), ("inconclusive", False), ("not reproduced", True)]
@@ -299,7 +303,7 @@ def test_claim_values_become_strict_json(run):
         "tup": (1, 2.0),
         1: "int key",
     }
-    c = run.claim("C1", "s", "src", value, "tol", passed=np.bool_(True))
+    c = run.claim("C1", "s", "src", value, "tol", passed=np.bool_(True), kind="check")
     text = (run.dir / "claims.json").read_text()
     got = strict_json(text)[0]
     assert got["passed"] is True
@@ -309,25 +313,27 @@ def test_claim_values_become_strict_json(run):
         "tup": [1, 2.0], "1": "int key"}
     assert c.value == got["value"]
     assert isinstance(c.passed, bool)
-    run.claim("C2", "s", "src", torch.tensor(float("inf")), "tol", passed=False)
+    run.claim("C2", "s", "src", torch.tensor(float("inf")), "tol", passed=False, kind="check")
     assert strict_json((run.dir / "claims.json").read_text())[1]["value"] == "inf"
 
 
 def test_duplicate_id_and_unknown_verdict(run):
-    run.claim("C1", "s", "src", 1, "tol", passed=True)
+    run.claim("C1", "s", "src", 1, "tol", passed=True, kind="check")
     with pytest.raises(ValueError, match="C1"):
-        run.claim("C1", "again", "src", 2, "tol", passed=True)
+        run.claim("C1", "again", "src", 2, "tol", passed=True, kind="check")
     with pytest.raises(ValueError, match="verdict"):
-        run.claim("C2", "s", "src", 1, "tol", passed=True, verdict="sort of")
+        run.claim("C2", "s", "src", 1, "tol", passed=True, verdict="sort of", **EV)
     got = strict_json((run.dir / "claims.json").read_text())
     assert [c["id"] for c in got] == ["C1"]
     assert got[0]["statement"] == "s"
 
 
 def test_claims_load_round_trip_and_table(run):
-    run.claim("C1", "a < b", "Thm. 1", {"x": np.float64(1 / 3), "n": 4}, "±1%", passed=True)
-    run.claim("C2", "rate", "Eq. (5)", [float("inf"), 2.0], "finite", passed=False)
-    run.claim("C3", "<script>", "App. A", "text", "exact", passed=True, verdict="partly")
+    run.claim("C1", "a < b", "Thm. 1", {"x": np.float64(1 / 3), "n": 4}, "±1%", passed=True, **EV)
+    run.claim("C2", "rate", "Eq. (5)", [float("inf"), 2.0], "finite", passed=False, **EV,
+              reason="differs")
+    run.claim("C3", "<script>", "App. A", "text", "exact", passed=True, verdict="partly", **EV,
+              reason="setting")
     loaded = claims_mod.load(run.dir / "claims.json")
     assert loaded == run.claims.items
     assert all(isinstance(c, claims_mod.Claim) for c in loaded)
@@ -337,13 +343,16 @@ def test_claims_load_round_trip_and_table(run):
     for h in claims_mod.TABLE_HEAD:
         assert f"<th>{h}</th>" in html
     assert '<span class="claim-source">Thm. 1</span>' in html and "our check ✗ FAILED" in html
-    assert 'verdict-badge verdict-partly">partly<' in html and "3 checks:" in html  # summary row
+    assert 'verdict-badge verdict-partly">partly<' in html  # summary row:
+    assert "3 claims of the paper tested (quick profile)" in html
     assert "<script>" not in html and "&lt;script&gt;" in html  # escaped
-    assert html.count('class="claim-pass"') == 2 and html.count('class="claim-fail"') == 1
+    assert html.count('class="claim-pass claim-kind-evidence"') == 2
+    assert html.count('class="claim-fail claim-kind-evidence"') == 1
     assert "x: 0.333<br>n: 4" in html  # 3 significant digits, one entry per line
+    assert "<td>Fig. 1: 0.3</td>" in html and "reason: differs" in html  # the paper's beside ours
     assert "survey" not in html  # no seed survey given: no stability mark
     assert "Sources:" not in html  # only the paper's sections: no legend
-    run.claim("C4", "x", "Fig. 2; Rv3", 1, "t", passed=True)
+    run.claim("C4", "x", "Fig. 2; Rv3", 1, "t", passed=True, kind="check")
     assert "Rv1, Rv2, ...: the paper's OpenReview reviews" in run.claims.table_html()
     runs = {f"seed {s}": {"C1": {"verdict": "reproduced", "passed": True, "value": 1},
                           "C2": {"verdict": "not reproduced" if s else "partly", "passed": False, "value": 2}}
@@ -360,7 +369,7 @@ def test_claims_table_cells_show_at_most_long_characters(run):
     (its summary counts): a long statement leaves room for its source."""
     import re
     run.claim("C1", "word " * 40, "Proca et al. Lemma 3.2, eq. (ld-split), E1; Zucchet & Orvieto Fig. 1",
-              {f"k{i}": 1.0 for i in range(30)}, "tolerance " * 20, passed=True)
+              {f"k{i}": 1.0 for i in range(30)}, "tolerance " * 20, passed=True, kind="check")
     for td in re.findall(r"<td[^>]*>(.*?)</td>", run.claims.table_html(), re.S):
         shown = re.sub(r"<details><summary>(.*?)</summary>.*?</details>", r"\1", td, flags=re.S)
         text = re.sub(r"<[^>]+>", "", shown).replace("&amp;", "&")
@@ -374,7 +383,7 @@ def test_format_value():
 
 
 def test_show_claims_outside_ipython(run, capsys):
-    run.claim("C1", "s", "src", 1, "tol", passed=True)
+    run.claim("C1", "s", "src", 1, "tol", passed=True, kind="check")
     run.show_claims()
     run.banner()
     assert capsys.readouterr().out  # IPython's display falls back to printing a repr
@@ -382,9 +391,9 @@ def test_show_claims_outside_ipython(run, capsys):
 
 def test_unserialisable_value_does_not_poison_claims(run):
     with pytest.raises(TypeError):
-        run.claim("C1", "s", "src", {1, 2}, "tol", passed=True)
-    run.claim("C2", "s", "src", 1.0, "tol", passed=True)
-    run.claim("C1", "s", "src", [1, 2], "tol", passed=True)
+        run.claim("C1", "s", "src", {1, 2}, "tol", passed=True, kind="check")
+    run.claim("C2", "s", "src", 1.0, "tol", passed=True, kind="check")
+    run.claim("C1", "s", "src", [1, 2], "tol", passed=True, kind="check")
     assert [c["id"] for c in strict_json((run.dir / "claims.json").read_text())] == ["C2", "C1"]
 
 
@@ -1224,6 +1233,10 @@ def test_full_results_beside_quick(tmp_path):
     badge = claims_mod.verdict_badge
     assert (f"<td>C1</td><td>0.123</td><td>{badge('reproduced')}</td><td>0.5</td>"
             f"<td>{badge('not reproduced')}</td><td>✗</td>") in text
+    # a record made before kinds, of a claim that is now a check: its verdict is its check's
+    check = [claims_mod.Claim("C1", "s", "src", 0.1, "t", "passes", True, "check")]
+    assert (f"<td>0.5</td><td>{badge('fails')}</td><td>✗</td>"
+            in rnnbook.display.full_results_html("demo", check, tmp_path))
     assert f"<td>C2</td><td>2</td><td>{badge('partly')}</td><td></td><td></td><td></td>" in text
     later = [claims_mod.Claim(i, "s", "src", 1, "t", "reproduced", True) for i in ("C11", "C10")]
     text = rnnbook.display.full_results_html("demo", later, tmp_path)  # recorded C11 first
@@ -1470,21 +1483,91 @@ def test_smoke_runs_are_full_profile_only_and_never_full_results(tmp_path):
 
 
 def test_verdicts_at_a_glance_are_generated_from_the_claims():
-    """The reader's layer (issue 25): the verdict box, the scorecard line and the callout where a
-    claim is checked say what the claims say, grouped by verdict in id order."""
-    items = [claims_mod.Claim("C10", "ten", "§1", 1, "t", "partly", True),
-             claims_mod.Claim("C2", "two <b>", "§2", 1, "t", "reproduced", True),
-             claims_mod.Claim("C1", "one", "§3", 1, "t", "reproduced", True),
-             claims_mod.Claim("E1", "e", "§4", 1, "t", "not reproduced", False)]
+    """The reader's layer (issues 25, 42): the verdict box, the scorecard line and the callout where
+    a claim is checked say what the claims say: the evidence grouped by verdict in id order with the
+    paper's value beside ours, then one line for the checks and constructions."""
+    ev = {"kind": "evidence", "paper": "Fig. 2: 0.3", "ours": "0.31"}
+    items = [claims_mod.Claim("C10", "ten", "§1", 1, "t", "partly", True, **ev, reason="setting"),
+             claims_mod.Claim("C2", "two <b>", "§2", 1, "t", "reproduced", True, **ev),
+             claims_mod.Claim("C1", "one", "§3", 1, "t", "reproduced", True, **ev),
+             claims_mod.Claim("E1", "e", "§4", 1, "t", "not reproduced", False, **ev, reason="differs"),
+             claims_mod.Claim("C3", "an identity", "§5", 1, "t", "passes", True, "check"),
+             claims_mod.Claim("C4", "our example", "§5", 1, "t", "passes", True, "construction")]
     line = claims_mod.summary_html(items)
     text = re.sub(r"<[^>]+>", "", line)
-    assert text == "4 checks: 2 reproduced (C1, C2) 1 partly (C10) 1 not reproduced (E1)"
-    box = claims_mod.verdict_box_html(items)
+    assert text == ("4 claims of the paper tested (quick profile): 2 reproduced (C1, C2) 1 partly (C10) "
+                    "1 not reproduced (E1)2 checks and constructions pass (C3, C4)")
+    box = claims_mod.verdict_box_html(items, "full")
     assert re.findall(r'verdict-badge verdict-([\w-]+)">([^<]+)<', box) == [
         ("reproduced", "reproduced (2)"), ("partly", "partly (1)"), ("not-reproduced", "not reproduced (1)")]
     assert "two &lt;b&gt;" in box and box.index("<b>C1</b>") < box.index("<b>C2</b>")
+    assert "4 claims of the paper tested on our runs (full profile" in box
+    assert "paper: Fig. 2: 0.3; ours: 0.31 (reason: setting)" in box
+    assert "2 checks and constructions pass" in box and "<b>C3</b>" not in box
     callout = items[3].callout_html()
     assert "verdict-not-reproduced" in callout and "our check FAILED" in callout
+    bad = [claims_mod.Claim("C5", "x", "§", 1, "t", "fails", False, "check")]
+    assert "1 fail" in re.sub(r"<[^>]+>", "", claims_mod.summary_html(items + bad))
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({}, "claim C9: kind None is not one of"),
+    ({"kind": "proof"}, "claim C9: kind 'proof' is not one of"),
+    ({"kind": "evidence", "ours": "1"}, "claim C9: evidence needs 'paper'"),
+    ({"kind": "evidence", "paper": "Fig. 1: 1"}, "claim C9: evidence needs 'ours'"),
+    ({**EV, "verdict": "partly"}, "claim C9: verdict 'partly' needs a reason"),
+    ({**EV, "verdict": "partly", "reason": "bad luck"}, "needs a reason, one of"),
+    ({**EV, "reason": "differs"}, "a reproduced claim takes no reason"),
+    ({"kind": "check", "verdict": "reproduced"}, "claim C9: a check passes or fails"),
+    ({"kind": "construction", "reason": "setting"}, "claim C9: a construction takes no reason"),
+])
+def test_claim_schema_refuses_a_broken_record(run, fields, message):
+    """Issue 42: a missing or unknown kind, evidence without the paper's value or ours, a verdict
+    other than reproduced without a coded reason, and a check with a verdict about the paper are
+    errors naming the claim, and nothing is recorded."""
+    with pytest.raises(claims_mod.ClaimError, match=re.escape(message)):
+        run.claim("C9", "s", "src", 1, "tol", passed=True, **fields)
+    assert strict_json((run.dir / "claims.json").read_text()) == []
+    run.claim("C9", "s", "src", 1, "tol", passed=False, kind="check")
+    assert run.claims.items[0].verdict == "fails"
+
+
+def test_every_chapter_has_its_report():
+    """Issue 42: each chapter's package holds its findings (one row per figure, table or number of
+    the paper, an outcome of OUTCOMES) and its summary; a finding names ours or is 'not run'."""
+    from rnnbook import report
+    for chapter in paths.chapters():
+        module = report.chapter_report(chapter)
+        assert all(f.item and f.shows for f in module.FINDINGS), chapter
+        assert all(getattr(module.SUMMARY, k).strip() for k in ("read", "easy", "hard", "full_cost"))
+    with pytest.raises(report.ReportError, match="'Fig. 9'.*not one of"):
+        report.Finding("Fig. 9", "x", "F1", "roughly")
+    with pytest.raises(report.ReportError, match="'not run' exactly when"):
+        report.Finding("Fig. 9", "x", "", "same")
+
+
+def test_findings_table_and_summary_box():
+    from rnnbook import report
+    findings = [report.Finding("Fig. 2", "a | b", "F2, C3", "same", "fine"),
+                report.Finding("Table 1", "8.7 nats", "", "not run"),
+                report.Finding("Fig. 9", "x", "F9", "shape only")]
+    myst = report.findings_myst("demo", findings, {"F2"}, {"C3"})
+    assert myst.startswith("::::{list-table} Findings: the paper's figures and numbers beside ours "
+                           "(1 same, 1 shape only, 1 not run)\n:header-rows: 1")
+    assert "{numref}`Fig. %s (F2) <fig-demo-F2>`, <a href=\"#claim-C3\">C3</a>" in myst
+    assert "F9 (not made in this run)" in myst and myst.rstrip().endswith("::::")
+    assert report.unknown_names(findings, {"F2"}, {"C3"}) == ["F9"]
+    ev = {"kind": "evidence", "paper": "Fig. 2: 0.3", "ours": "0.31"}
+    items = [claims_mod.Claim("C1", "s", "§", 1, "t", "reproduced", True, **ev),
+             claims_mod.Claim("C2", "s", "§", 1, "t", "partly", True, **ev, reason="not-at-scale"),
+             claims_mod.Claim("C3", "s", "§", 1, "t", "passes", True, "check")]
+    box = report.summary_box_html(report.Summary("the text", "easy <b>", "hard", "about 2 h (an "
+                                                 "estimate)"), items, findings, "quick", "cpu", 90)
+    text = re.sub(r"<[^>]+>", " ", box)
+    for part in ("Reproduction summary", "2 claims of the paper tested on our runs (C1, C2), 1 check or construction of ours",
+                 "3 of the paper's figures", "1.5 min on cpu", "about 2 h (an estimate)",
+                 "C2 (partly; the quick scale cannot show it (the full profile can))", "easy &lt;b&gt;"):
+        assert part in text, part
 
 
 def test_show_code_is_a_collapsed_listing_named_after_its_functions():
@@ -1514,3 +1597,18 @@ def test_gallery_card_text_keeps_math_whole():
     assert figures.card_text(text) == "x" * 130 + "…"  # the cut would split the math: before it
     assert figures.card_text("short") == "short"
 
+
+
+def test_citation_file_names_the_book():
+    """Issue 42: CITATION.cff carries the book's title, version and licences, and the preface's
+    "How to cite" points to it with the same version."""
+    import yaml
+    root = paths.BOOK_ROOT
+    cff = yaml.safe_load((root / "CITATION.cff").read_text())
+    config = yaml.safe_load((root / "_config.yml").read_text())
+    version = re.search(r'^version = "([^"]+)"', (root / "lib" / "pyproject.toml").read_text(), re.M)[1]
+    assert cff["cff-version"] == "1.2.0" and cff["title"] == config["title"]
+    assert cff["version"] == version and set(cff["license"]) == {"MIT", "CC-BY-4.0"}
+    assert cff["authors"] == [{"name": config["author"]}] and cff["repository-code"].startswith("https://")
+    intro = (root / "intro.md").read_text()
+    assert "`CITATION.cff`" in intro and f"version      = {{{version}}}" in intro

@@ -3,6 +3,13 @@
 A chapter checks each claim of its paper and records it with :meth:`Claims.add`. Each record is a
 JSON object with the fields of :data:`FIELDS`; the chapter's list is written to
 ``<results_dir>/<chapter>/claims.json`` after every claim and shown as a table at the chapter's end.
+
+Each claim has a ``kind`` (:data:`KINDS`). Only ``evidence``, a statement of the paper tested on
+our runs, gets a verdict about the paper (:data:`EVIDENCE_VERDICTS`), and records the paper's own
+value beside ours (``paper``, ``ours``) and, unless it reproduced, a coded ``reason``
+(:data:`REASONS`). A ``construction`` (our own example that illustrates a statement of the paper)
+or a ``check`` (an identity, a lemma verified numerically, a test of our implementation) only
+passes or fails (:data:`CHECK_VERDICTS`): it says nothing of the paper's truth.
 """
 from __future__ import annotations
 
@@ -21,9 +28,21 @@ import numpy as np
 # A paper's claim is reproduced, partly, not reproduced or inconclusive; a prediction that carries
 # one paper into another's setting (the synthesis chapter) agrees, partly agrees or conflicts, and is
 # inconclusive when the derivation that joins the two papers fails its own check (nothing carried).
-VERDICTS = ("reproduced", "agree", "partly", "not reproduced", "conflict", "inconclusive")
-FIELDS = ("id", "statement", "source", "value", "tolerance", "verdict", "passed")
-TABLE_HEAD = ("id", "claim (source)", "measured", "tolerance", "verdict")
+EVIDENCE_VERDICTS = ("reproduced", "agree", "partly", "not reproduced", "conflict", "inconclusive")
+CHECK_VERDICTS = ("passes", "fails")
+VERDICTS = EVIDENCE_VERDICTS + CHECK_VERDICTS
+KINDS = ("evidence", "construction", "check")
+# why an evidence claim did not reproduce (or agree): our runs show something else; the quick scale
+# cannot show it (the full profile can); it holds only under a choice of ours, named in the record;
+# the paper's value could not be read; the experiment was not run
+REASONS = ("differs", "not-at-scale", "setting", "unread", "not-run")
+FIELDS = ("id", "statement", "source", "value", "tolerance", "verdict", "passed", "kind", "paper",
+          "ours", "reason")
+TABLE_HEAD = ("id", "claim (source)", "the paper's value", "ours (measured)", "tolerance", "verdict")
+
+
+class ClaimError(ValueError):
+    """A claim record that breaks the schema of :mod:`rnnbook.claims`; the message names the claim."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +57,14 @@ class Claim:
     tolerance: str
     verdict: str
     passed: bool
+    kind: str = ""  # "" only in records written before kinds existed (committed results, surveys)
+    paper: str | None = None  # evidence: what the paper states or shows, with its locator
+    ours: str | None = None  # evidence: our measured value at this run, in the paper's terms
+    reason: str | None = None  # evidence not reproduced (or agreeing): one of REASONS
+
+    @property
+    def is_evidence(self) -> bool:
+        return self.kind == "evidence"
 
     def __repr__(self) -> str:  # what a chapter cell shows after recording a claim
         return f"{self.id}: {self.verdict} ({'check passed' if self.passed else 'check FAILED'})"
@@ -51,6 +78,37 @@ class Claim:
         return (f'<div class="claim-callout" id="claim-{html.escape(self.id)}">'
                 f'{verdict_badge(self.verdict)} <b>{html.escape(self.id)}</b>'
                 f" {html.escape(self.statement)} <span class=\"claim-check\">({check})</span></div>")
+
+
+def validate(c: Claim) -> None:
+    """Raise :class:`ClaimError`, naming the claim, where a record breaks the schema: a missing or
+    unknown kind, an unknown verdict or reason, an evidence claim without the paper's value or
+    ours, a verdict other than reproduced (agree) without a reason, a check with an evidence
+    verdict, or an inconclusive claim that passed."""
+    where = f"claim {c.id}"
+    if c.kind not in KINDS:
+        raise ClaimError(f"{where}: kind {c.kind or None!r} is not one of {KINDS}")
+    if c.kind != "evidence":
+        if c.verdict not in CHECK_VERDICTS or (c.verdict == "passes") != c.passed:
+            raise ClaimError(f"{where}: a {c.kind} passes or fails (verdict one of "
+                             f"{CHECK_VERDICTS}, as its check), not {c.verdict!r}")
+        if c.reason is not None:
+            raise ClaimError(f"{where}: a {c.kind} takes no reason ({c.reason!r}); only evidence does")
+        return
+    if c.verdict not in EVIDENCE_VERDICTS:
+        raise ClaimError(f"{where}: verdict {c.verdict!r} is not one of {EVIDENCE_VERDICTS}")
+    if c.verdict == "inconclusive" and c.passed:
+        raise ClaimError(f"{where}: an inconclusive claim cannot pass")
+    for name in ("paper", "ours"):
+        if not (isinstance(getattr(c, name), str) and getattr(c, name).strip()):
+            raise ClaimError(f"{where}: evidence needs {name!r} (the paper's value with its locator, "
+                             "or 'not readable: ...'; and ours at this run)")
+    if c.verdict in ("reproduced", "agree"):
+        if c.reason is not None:
+            raise ClaimError(f"{where}: a {c.verdict} claim takes no reason ({c.reason!r})")
+    elif c.reason not in REASONS:
+        raise ClaimError(f"{where}: verdict {c.verdict!r} needs a reason, one of {REASONS}, "
+                         f"not {c.reason!r}")
 
 
 def verdict_badge(verdict: str, text: str | None = None) -> str:
@@ -83,20 +141,28 @@ class Claims:
         self._write()
 
     def add(self, id: str, statement: str, source: str, value: Any, tolerance: str,
-            passed: bool, verdict: str | None = None) -> Claim:
-        """Record a claim. ``verdict`` defaults to "reproduced" if ``passed`` else "not reproduced";
-        pass "inconclusive" when too few runs converged to judge, or (synthesis) when the derivation
-        joining two papers failed its check (then ``passed`` is False)."""
+            passed: bool, verdict: str | None = None, *, kind: str | None = None,
+            paper: str | None = None, ours: str | None = None, reason: str | None = None) -> Claim:
+        """Record a claim of ``kind`` (:data:`KINDS`). Evidence: ``verdict`` defaults to
+        "reproduced" if ``passed`` else "not reproduced"; pass "inconclusive" when too few runs
+        converged to judge, or (synthesis) when the derivation joining two papers failed its check
+        (then ``passed`` is False); ``paper`` and ``ours`` are required, and ``reason`` unless it
+        reproduced. A construction or check passes or fails: its verdict follows ``passed``.
+        A record that breaks these rules raises :class:`ClaimError` naming the claim."""
         if any(c.id == id for c in self.items):
-            raise ValueError(f"claim id {id!r} recorded twice")
+            raise ClaimError(f"claim id {id!r} recorded twice")
         if not isinstance(passed, (bool, np.bool_)):
-            raise TypeError(f"passed must be a bool, not {type(passed).__name__}")
-        verdict = verdict or ("reproduced" if passed else "not reproduced")
-        if verdict not in VERDICTS:
-            raise ValueError(f"verdict {verdict!r} is not one of {VERDICTS}")
-        if verdict == "inconclusive" and passed:
-            raise ValueError("an inconclusive claim cannot pass")
-        c = Claim(id, statement, source, to_json(value), tolerance, verdict, bool(passed))
+            raise TypeError(f"claim {id}: passed must be a bool, not {type(passed).__name__}")
+        if kind in ("construction", "check"):
+            if verdict is not None:
+                raise ClaimError(f"claim {id}: a {kind} passes or fails; it takes no verdict "
+                                 f"({verdict!r}); only evidence does")
+            verdict = CHECK_VERDICTS[0] if passed else CHECK_VERDICTS[1]
+        else:
+            verdict = verdict or ("reproduced" if passed else "not reproduced")
+        c = Claim(id, statement, source, to_json(value), tolerance, verdict, bool(passed), kind or "",
+                  paper, None if ours is None else str(ours), reason)
+        validate(c)
         self._write(self.items + [c])  # raises on a value JSON cannot hold, recording nothing
         self.items.append(c)
         return c
@@ -107,29 +173,53 @@ class Claims:
         atomic_write(self.path, text.encode())
 
     def table_html(self, survey: dict[str, dict[str, dict]] | None = None) -> str:
-        """The claims as an HTML table (the chapter's closing table): the source under the
-        statement and the check mark beside the verdict, so the measured values get the room;
-        with the chapter's committed seed ``survey`` (its variations), whether each verdict was
-        the same in all of its runs (:func:`stability_html`)."""
+        """The claims as an HTML table (the chapter's closing table): the evidence first, then the
+        checks and constructions under a heading row of their own; the paper's value beside ours
+        (the full measured record collapsed under ours), the source under the statement and the
+        check mark beside the verdict; with the chapter's committed seed ``survey`` (its
+        variations), whether each verdict was the same in all of its runs (:func:`stability_html`)."""
         head = "".join(f"<th>{h}</th>" for h in TABLE_HEAD)
         rows = []
-        for c in sorted(self.items, key=id_order):
-            cid = html.escape(c.id)
-            source = shown(c.source, 40)  # the statement gets the rest of the cell's LONG characters
-            claim = (f'{collapsed(c.statement, LONG - len(source))}<br>'
-                     f'<span class="claim-source">{collapsed(c.source, 40)}</span>')
-            verdict = (f'{verdict_badge(c.verdict)}<br><span class="claim-check">our check '
-                       f'{"✓" if c.passed else "✗ FAILED"}</span>'
-                       + (f"<br>{stability_html(c.id, survey)}" if survey else ""))
-            cells = [f'<a href="#claim-{cid}">{cid}</a>', claim, value_html(c.value),
-                     collapsed(c.tolerance), verdict]
-            tds = "".join(f"<td>{x}</td>" for x in cells)
-            rows.append(f'<tr class="claim-{"pass" if c.passed else "fail"}">{tds}</tr>')
+        for group, cs in grouped(self.items).items():
+            rows.append(f'<tr class="claim-group"><th colspan="{len(TABLE_HEAD)}">{group}</th></tr>')
+            rows += [self._row(c, survey) for c in cs]
         legend = sources_legend(self.items)
         foot = f'<tfoot><tr><td colspan="{len(TABLE_HEAD)}">{summary_html(self.items)}</td></tr></tfoot>'
         return (f'<div class="claims-table"><table><thead><tr>{head}</tr></thead>'
                 f'<tbody>{"".join(rows)}</tbody>{foot}</table>'
                 f'{f"<p>{legend}</p>" if legend else ""}</div>')
+
+    @staticmethod
+    def _row(c: Claim, survey: dict[str, dict[str, dict]] | None) -> str:
+        cid = html.escape(c.id)
+        source = shown(c.source, 40)  # the statement gets the rest of the cell's LONG characters
+        claim = (f'{collapsed(c.statement, LONG - len(source))}<br>'
+                 f'<span class="claim-source">{collapsed(c.source, 40)}</span>')
+        paper = collapsed(c.paper) if c.paper else '<span class="claim-source">—</span>'
+        ours = value_html(c.value)
+        if c.ours:
+            ours = (f"{collapsed(c.ours)}<details><summary>the measured record</summary>"
+                    f"{value_html(c.value)}</details>")
+        reason = f'<br><span class="claim-reason">reason: {c.reason}</span>' if c.reason else ""
+        verdict = (f'{verdict_badge(c.verdict)}{reason}<br><span class="claim-check">our check '
+                   f'{"✓" if c.passed else "✗ FAILED"}</span>'
+                   + (f"<br>{stability_html(c.id, survey)}" if survey else ""))
+        cells = [f'<a href="#claim-{cid}">{cid}</a>', claim, paper, ours, collapsed(c.tolerance), verdict]
+        tds = "".join(f"<td>{x}</td>" for x in cells)
+        return f'<tr class="claim-{"pass" if c.passed else "fail"} claim-kind-{c.kind}">{tds}</tr>'
+
+
+GROUPS = {"evidence": "Evidence: the paper's statements tested on our runs",
+          "construction": "Checks and constructions (they pass or fail; they are not evidence for the paper)"}
+
+
+def grouped(items: list[Claim]) -> dict[str, list[Claim]]:
+    """The claims in id order, evidence under :data:`GROUPS`' first heading and checks and
+    constructions under the second (all chapters' claims tables)."""
+    ordered = sorted(items, key=id_order)
+    out = {GROUPS["evidence"]: [c for c in ordered if c.is_evidence],
+           GROUPS["construction"]: [c for c in ordered if not c.is_evidence]}
+    return {g: cs for g, cs in out.items() if cs}
 
 
 def sources_legend(items: list[Claim]) -> str:
@@ -163,24 +253,54 @@ def by_verdict(items: list[Claim]) -> dict[str, list[Claim]]:
             if any(c.verdict == v for c in ordered)}
 
 
-def summary_html(items: list[Claim]) -> str:
-    """One line for the preface's scorecard: how many checks, and a badge per verdict with its
-    count and claim ids."""
-    groups = by_verdict(items)
-    badges = " ".join(verdict_badge(v, f"{len(cs)} {v}") + f' <span class="claim-ids">'
-                      f'({", ".join(html.escape(c.id) for c in cs)})</span>' for v, cs in groups.items())
-    return f'<span class="verdict-summary">{len(items)} checks: {badges}</span>'
+def _ids(cs: list[Claim]) -> str:
+    return f'<span class="claim-ids">({", ".join(html.escape(c.id) for c in cs)})</span>'
 
 
-def verdict_box_html(items: list[Claim]) -> str:
-    """The verdict box at the top of a chapter: per verdict, its claims (id and statement)."""
+def checks_line(items: list[Claim]) -> str:
+    """"N checks and constructions pass (ids)", and those that fail: the second line of a
+    scorecard entry and of a verdict box."""
+    others = [c for c in items if not c.is_evidence]
+    if not others:
+        return ""
+    good = sorted((c for c in others if c.passed), key=id_order)
+    bad = sorted((c for c in others if not c.passed), key=id_order)
+    line = (f"{len(good)} {'check or construction passes' if len(good) == 1 else 'checks and constructions pass'} "
+            f"{_ids(good)}" if good else "")
+    if bad:
+        line += (", " if line else "") + verdict_badge("fails", f"{len(bad)} fail") + f" {_ids(bad)}"
+    return f'<span class="checks-line">{line}</span>'
+
+
+def summary_html(items: list[Claim], profile: str = "quick") -> str:
+    """One entry of the preface's scorecard: the evidence claims by verdict, with the ``profile``
+    that judged them, and on a line of its own how many checks and constructions pass."""
+    evidence = [c for c in items if c.is_evidence]
+    badges = " ".join(verdict_badge(v, f"{len(cs)} {v}") + f" {_ids(cs)}"
+                      for v, cs in by_verdict(evidence).items())
+    return (f'<span class="verdict-summary"><span class="evidence-line">{len(evidence)} claims of '
+            f'the paper tested ({profile} profile): {badges}</span><br>{checks_line(items)}</span>')
+
+
+def verdict_box_html(items: list[Claim], profile: str = "quick") -> str:
+    """The verdict box at the top of a chapter: per verdict, its evidence claims (id, statement,
+    the paper's value and ours, the reason of a verdict other than reproduced), then one line for
+    the checks and constructions."""
     rows = []
-    for v, cs in by_verdict(items).items():
-        lines = "".join(f"<li><b>{html.escape(c.id)}</b> {html.escape(c.statement)}</li>" for c in cs)
+    for v, cs in by_verdict([c for c in items if c.is_evidence]).items():
+        lines = "".join(
+            f"<li><b>{html.escape(c.id)}</b> {html.escape(c.statement)}"
+            f'<br><span class="claim-beside">paper: {collapsed(c.paper or "", 160)}; '
+            f'ours: {collapsed(c.ours or "", 160)}'
+            + (f" (reason: {c.reason})" if c.reason else "") + "</span></li>" for c in cs)
         rows.append(f"<dt>{verdict_badge(v, f'{v} ({len(cs)})')}</dt><dd><ul>{lines}</ul></dd>")
+    n = sum(c.is_evidence for c in items)
+    checks = checks_line(items)
     return ('<div class="verdict-box"><p class="verdict-box-title">Verdict of this page: '
-            f'{len(items)} claims checked (details in the claims table at the end)</p>'
-            f'<dl>{"".join(rows)}</dl></div>')
+            f'{n} claims of the paper tested on our runs ({profile} profile; details in the claims '
+            f'table at the end)</p><dl>{"".join(rows)}</dl>'
+            + (f'<p class="verdict-box-checks">{checks} (our code, identities and our own examples: '
+               "not evidence for the paper)</p>" if checks else "") + "</div>")
 
 
 def id_order(claim: Claim) -> tuple:

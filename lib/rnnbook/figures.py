@@ -24,6 +24,7 @@ import matplotlib.pyplot as plt
 
 from rnnbook import paths as rnnbook_paths
 from rnnbook.claims import atomic_write
+from rnnbook.report import findings_for
 
 DPI = 200
 # Okabe-Ito: distinguishable with colour-vision deficiencies and in greyscale print.
@@ -256,6 +257,7 @@ def _link_figures(app, doctree, docname: str) -> None:
         entries.append({**record, "paper": paper, "label": label(chapter, name),
                         "number": figure_number(app.env, docname, fig),
                         "caption_text": caption_text(fig), "redoes": papers_figures(record["caption"]),
+                        "findings": findings_for(chapter, name.removesuffix("-full")),
                         "url": f"{app.builder.get_target_uri(docname)}#{anchor(fig)}",
                         "files": [posixpath.basename(u) for u in urls.values()]})
     if entries:
@@ -329,9 +331,13 @@ def _fill_gallery(app, doctree, docname: str) -> None:
             chapter, name = record["chapter"], record["name"]
             png = posixpath.relpath(f"{FIGURES_URL}/{chapter}/{chapter}-{name}.png", here or ".")
             words = card_text(" ".join(_plain(env, record["caption"]).split()))
+            redoes = "; ".join(f'{html.escape(f["paper"])} ({f["outcome"]})'
+                               for f in findings_for(chapter, name.removesuffix("-full")))
+            redoes = f'<span class="rnnbook-card-paper">the paper\'s {redoes}</span>' if redoes else ""
             cards.append(f'<a class="rnnbook-card" href="{page}#{anchor(fig)}">'
                          f'<img src="{png}" alt="{html.escape(name)}"><span><b>Fig. '
-                         f'{figure_number(env, doc, fig)}</b> {html.escape(name)} · {words}</span></a>')
+                         f'{figure_number(env, doc, fig)}</b> {html.escape(name)} · {words}</span>'
+                         f'{redoes}</a>')
     for holder in holders:
         holder.replace_self(nodes.raw("", f'<div class="{GALLERY_CLASS}">{"".join(cards)}</div>',
                                       format="html"))

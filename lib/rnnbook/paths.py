@@ -25,8 +25,9 @@ def default_results_dir(profile: str) -> Path:
 
 # Modules that only present results (pages, tables, figures, the command line): no cached value
 # is computed by them, so the results version leaves them out, as it does each chapter's ``plots.py``.
-PRESENTATION = ("__main__.py", "bench.py", "display.py", "execute.py", "figures.py")
+PRESENTATION = ("__main__.py", "bench.py", "display.py", "execute.py", "figures.py", "report.py")
 PLOTS = "plots"  # a chapter package's figures (``<chapter>/plots.py``, ``plots_*.py``): presentation only
+REPORT = "report"  # a chapter package's findings and summary (``<chapter>/report.py``): the same
 # The chapters whose packages a chapter computes with besides its own (the synthesis chapter imports
 # the four papers' packages), so that its code version changes with theirs.
 USES: dict[str, tuple[str, ...]] = {
@@ -47,11 +48,11 @@ def chapter_of(path: Path) -> str | None:
 
 def presentation_only(path: Path) -> bool:
     """Whether the library file ``path`` only shows results: one of :data:`PRESENTATION`, or a
-    chapter package's :data:`PLOTS`."""
+    chapter package's :data:`PLOTS` or :data:`REPORT`."""
     rel = path.relative_to(LIB_DIR)
     if len(rel.parts) == 1:
         return rel.name in PRESENTATION
-    return rel.stem == PLOTS or rel.stem.startswith(PLOTS + "_")
+    return rel.stem in (PLOTS, REPORT) or rel.stem.startswith(PLOTS + "_")
 
 
 def version_files(chapter: str | None = None, results: bool = False) -> list[Path]:

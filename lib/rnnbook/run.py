@@ -11,6 +11,7 @@ import os
 import platform
 import random
 import re
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ from rnnbook.cache import Cache
 from rnnbook.claims import Claim, Claims, summary_html, verdict_box_html
 from rnnbook.display import full_figures_myst, full_results_html
 from rnnbook.figures import provenance, save_figure, use_style
+from rnnbook.report import chapter_report, findings_myst, summary_box_html
 from rnnbook.paths import DEVICE_FILE, SURVEY_DIR, code_version, default_results_dir, quiet, results_version
 
 T = TypeVar("T")
@@ -40,6 +42,7 @@ class Run:
     smoke: bool = False  # the full profile's code at toy sizes: a test, never results
     claims: Claims = field(init=False)
     cache: Cache = field(init=False)
+    started: float = field(init=False, default_factory=time.monotonic)
 
     def __post_init__(self) -> None:
         self.claims = Claims(self.dir / "claims.json")
@@ -50,12 +53,15 @@ class Run:
         return quick if self.profile == "quick" else full
 
     def claim(self, id: str, statement: str, source: str, value: Any, tolerance: str,
-              passed: bool, verdict: str | None = None) -> Claim:
-        """Record a checked claim (see :class:`rnnbook.claims.Claims`) and show its one-line
-        verdict callout where it is checked (in a notebook)."""
+              passed: bool, verdict: str | None = None, *, kind: str | None = None,
+              paper: str | None = None, ours: str | None = None, reason: str | None = None) -> Claim:
+        """Record a checked claim of ``kind`` (evidence, construction or check; with the paper's
+        value beside ``ours`` and a coded ``reason``: see :meth:`rnnbook.claims.Claims.add`) and
+        show its one-line verdict callout where it is checked (in a notebook)."""
         from IPython import get_ipython
         from IPython.display import HTML, display
-        c = self.claims.add(id, statement, source, value, tolerance, passed, verdict)
+        c = self.claims.add(id, statement, source, value, tolerance, passed, verdict, kind=kind,
+                            paper=paper, ours=ours, reason=reason)
         if get_ipython() is not None:
             display(HTML(c.callout_html()))
         return c
@@ -77,14 +83,28 @@ class Run:
         return tqdm(iterable, disable=quiet(), dynamic_ncols=True, **kwargs)
 
     def show_claims(self) -> None:
-        """Show the claims table (the chapter's last cell), and beside it the committed
-        full-profile results of the chapter when this is a quick run. Glues the chapter's verdict
-        box (``verdict_box``, shown at the top of its page) and its one-line summary
-        (``verdict_summary``, in the preface's scorecard)."""
+        """Show the chapter's findings table (:mod:`rnnbook.report`) and claims table (the
+        chapter's last cell), and after them the committed full-profile results of the chapter when
+        this is a quick run. Glues the chapter's verdict box (``verdict_box``) and reproduction
+        summary (``summary_box``), both shown at the top of its page, and its scorecard entry
+        (``verdict_summary``, in the preface)."""
         from IPython.display import HTML, Markdown, display
         from myst_nb import glue
-        glue("verdict_box", HTML(verdict_box_html(self.claims.items)), display=False)
-        glue("verdict_summary", HTML(summary_html(self.claims.items)), display=False)
+        items = self.claims.items
+        glue("verdict_box", HTML(verdict_box_html(items, self.label)), display=False)
+        glue("verdict_summary", HTML(summary_html(items, self.label)), display=False)
+        try:
+            report = chapter_report(self.chapter)
+        except ModuleNotFoundError:  # a chapter without its report (tests): the book build fails
+            report = None
+        if report is not None:
+            glue("summary_box", HTML(summary_box_html(
+                report.SUMMARY, items, report.FINDINGS, self.label, self.device.type,
+                time.monotonic() - self.started)), display=False)
+            manifest = self.dir / "figures" / "figures.json"
+            figures = set(json.loads(manifest.read_text())) if manifest.exists() else set()
+            display(Markdown(findings_myst(self.chapter, report.FINDINGS, figures,
+                                           {c.id for c in items})))
         survey = SURVEY_DIR / f"{self.chapter}.json"
         variations = json.loads(survey.read_text())["variations"] if survey.exists() else None
         display(HTML(self.claims.table_html(variations)))
