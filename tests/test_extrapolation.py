@@ -10,6 +10,7 @@ import torch
 
 from rnnbook.extrapolation import experiments, plots, theory, train
 from rnnbook import ParameterError
+from rnnbook.claims import Claim, validate
 
 
 def cfg(k=5, variant="sym_bal", steps=300, seed=1, lam=(1.0, -0.9), w=(0.5, 0.5), d=8):
@@ -168,8 +169,10 @@ def test_k1_does_not_count_for_a_and_d_hat_1_is_not_testable():
 
 
 class FakeRun:
-    def claim(self, cid, statement, source, value, tolerance, passed, verdict=None):
-        self.recorded = {"value": value, "passed": passed, "verdict": verdict}
+    def claim(self, cid, statement, source, value, tolerance, passed, verdict=None, **kw):
+        self.recorded = {"value": value, "passed": passed, "verdict": verdict, **kw}
+        validate(Claim(cid, statement, source, value, tolerance, verdict, passed, kw["kind"],
+                       kw["paper"], kw["ours"], kw["reason"]))  # the schema's rules, as run.claim
 
 
 def test_transition_claim_of_d_hat_1_rests_on_b_and_c():
@@ -177,12 +180,19 @@ def test_transition_claim_of_d_hat_1_rests_on_b_and_c():
              "diverged": False} for k, e in ((1, 1.0), (2, 0.08), (3, 1e-3), (4, 1e-3))]
     S = resolve(d_hat=[1])
     run = FakeRun()
-    experiments.transition_claim(run, rows, S, "C1", "F1", "statement", "§5.1")
+    experiments.transition_claim(run, rows, S, "C1", "F1", "statement", "§5.1", paper="§5.1: ...")
     assert run.recorded["verdict"] == "reproduced" and run.recorded["passed"]
+    assert run.recorded["kind"] == "evidence" and run.recorded["reason"] is None
+    assert "≤ 0.001 at every converged k > 2d̂" in run.recorded["ours"]
     assert "not testable" in run.recorded["value"]["d_hat=1, d=20"]["(a)"]
     rows[-1]["eps"] = 0.5  # (b) still decides
-    experiments.transition_claim(run, rows, S, "C1", "F1", "statement", "§5.1")
+    experiments.transition_claim(run, rows, S, "C1", "F1", "statement", "§5.1", paper="§5.1: ...")
     assert run.recorded["verdict"] == "not reproduced" and not run.recorded["passed"]
+    assert run.recorded["reason"] == "differs"
+    for r in rows:
+        r["loss"] = 1e-3  # nothing converged: too few runs to judge at this scale
+    experiments.transition_claim(run, rows, S, "C1", "F1", "statement", "§5.1", paper="§5.1: ...")
+    assert run.recorded["verdict"] == "inconclusive" and run.recorded["reason"] == "not-at-scale"
 
 
 def test_tables_fit_the_page():

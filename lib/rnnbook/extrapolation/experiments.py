@@ -303,11 +303,13 @@ def transition_check(rows: Sequence[dict], d_hat: int, gate: float, tol: float) 
 
 
 def transition_claim(run, rows: Sequence[dict], S: "Settings", cid: str, experiment: str,
-                     statement: str, source: str):
-    """Record C1/C2 from :func:`transition_check` over every (d_hat, d) of ``experiment``; all
-    must pass, and any inconclusive one makes the claim inconclusive. A sweep where no d_hat can
-    test (a) (d_hat = 1 alone: below the line there is only k = 1, where failure is certain) is
-    judged on (b) and (c), and its value says so. Returns the table."""
+                     statement: str, source: str, *, paper: str):
+    """Record C1/C2 from :func:`transition_check` over every (d_hat, d) of ``experiment`` as
+    evidence (:mod:`rnnbook.claims`) with the ``paper``'s statement beside ours (the worst judged
+    median above the line and the best below it); all must pass, and any inconclusive one makes
+    the claim inconclusive (reason: not at this scale; a failed one: differs). A sweep where no
+    d_hat can test (a) (d_hat = 1 alone: below the line there is only k = 1, where failure is
+    certain) is judged on (b) and (c), and its value says so. Returns the table."""
     checks = {(dh, d): transition_check(select(rows, experiment=experiment, d_hat=dh, d=d),
                                         dh, S.gate, S.tol)
               for dh in S.teachers for d in S.ds}
@@ -320,10 +322,18 @@ def transition_claim(run, rows: Sequence[dict], S: "Settings", cid: str, experim
                 else "not testable (no k with 2 <= k < 2 d_hat)" if not c["a_testable"]
                 else "no converged k below the line")}
         for (dh, d), c in checks.items()}
+    above = [c["median_eps"][k] for c in checks.values() for k in c["judged_above"]]
+    below = [c["median_eps"][k] for c in checks.values() for k in c["judged_below"]]
+    ours = (f"median ε_q ≤ {max(above):.3g} at every converged k > 2d̂" if above
+            else "no k > 2d̂ converged")
+    ours += (f", ≥ {min(below):.3g} at 2 ≤ k < 2d̂" if below else ", no k with 2 ≤ k < 2d̂ to judge")
+    ours += f" (d̂ = {', '.join(map(str, S.teachers))}; d = {', '.join(map(str, S.ds))})"
+    reason = {"reproduced": None, "inconclusive": "not-at-scale"}.get(verdict, "differs")
     run.claim(cid, statement, source, value,
               f"(a) median eps >= 0.1 for 2 <= k < 2 d_hat (k = 1 cannot test it); (b) <= {S.tol} "
               f"for k > 2 d_hat (loss gate {S.gate:g}); (c) >= 2/3 of runs above converge",
-              passed=all(c["passed"] for c in checks.values()), verdict=verdict)
+              passed=all(c["passed"] for c in checks.values()), verdict=verdict, kind="evidence",
+              paper=paper, ours=ours, reason=reason)
     return transition_table(checks)
 
 

@@ -88,7 +88,7 @@ def krylov(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, k: Sequence[int], 
 
 def residuals(P: torch.Tensor, C: torch.Tensor, h_hat: torch.Tensor, mask: torch.Tensor
               ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Population loss :math:`L=\\sum_{j<k}r_j^2` (Eq. 3.4) and :math:`2r_j`, zero for j >= k
+    """Population loss :math:`L=\\sum_{j<k}r_j^2` (Eq. 3.4, rebuilt) and :math:`2r_j`, zero for j >= k
     (``mask``), with :math:`h_j = C v_j` from :func:`krylov`'s P (K, R, 2, d); ``h_hat`` and
     ``mask`` (R, >= K) are cut to K."""
     h, K = (P[:, :, 0] * C).sum(-1).T, P.shape[0]

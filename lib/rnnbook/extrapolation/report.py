@@ -1,0 +1,89 @@
+"""The reproduction report of the extrapolation chapter (issue 42): the results of Cohen-Karlik et
+al. (ICLR 2023) that the chapter redoes or names, each beside our figures and claims that redo it,
+and its summary box (:mod:`rnnbook.report`).
+
+We read the paper's prose only (§1–3, the §4 and §5 introductions, §6; the chapter's opening and
+``../shared/papers/extrapolation.check.md`` say what was read): none of its figures, displays,
+theorem statements or Appendix B. No row can therefore be "same" for a number of the paper; "shape
+only" is the best a row can be. Ranges quoted in the notes are those of the committed seed survey
+(quick profile, 9 runs, 1 December 2026) unless a note says otherwise; the live values are in the
+claims table. Rows with nothing of ours are the "Coverage" list of the third review
+(``../shared/papers/extrapolation.review3.md``, 5 December 2026).
+"""
+from rnnbook.report import Finding, Summary
+
+FINDINGS = [
+    Finding("Abstract, §1, §6", "GD's implicit extrapolation comes from learning low-dimensional "
+            "state spaces, not short-term memory (no number)", "E1", "shape only",
+            "above the line the learned atoms sit on the teacher's, λ̂ = 1 (memory that never decays) "
+            "included; shown, not judged, and nothing checks the learned solution below the line"),
+    Finding("§1, §4 intro, §5 intro: any d", "the student extrapolates \"irrespective of how large "
+            "its state space dimension is\" (no number)", "", "not run",
+            "the quick profile runs d = 20 only (one survey run at d = 50); the full profile's "
+            "d = 20, 50, 100 has not finished, and no figure shows ε_q against d"),
+    Finding("§3, Prop. 3", "an overparameterized student (d > k, d > d̂) can reach zero loss on "
+            "length k and fail to extrapolate; not readable: the paper's construction", "C3, F6",
+            "shape only",
+            "our construction fits j < k to round-off and is off by α at j = k, while a GD student "
+            "at the same k extrapolates; a construction of ours, not evidence"),
+    Finding("§3: MIMO", "the theory \"readily extends\" to multiple-input multiple-output networks",
+            "", "not run", "every student of the chapter has one input and one output"),
+    Finding("§4.1 (main theorem)", "not readable: its statement; the §4 intro: gradient flow from a "
+            "balanced initialisation that reaches zero loss with k > 2d̂ extrapolates",
+            "C1, C7", "shape only",
+            "C7 verifies the moment lemma (Cohen & Yeredor, §1) that the proof rests on in our "
+            "reading; C1 tests GD stopped at a loss gate, not gradient flow at zero loss"),
+    Finding("Abstract: balancedness kept", "GD with small steps and near-zero initialisation "
+            "\"strives to maintain\" a form of balancedness (no number)", "C4", "shape only",
+            "with a symmetric A and B = Cᵀ our GD keeps balance to round-off (0.0 in every survey "
+            "run), an identity of the gradient: a check, not evidence"),
+    Finding("§4.2", "under mild conditions, approximate convergence gives approximate extrapolation; "
+            "not readable: the bound and its conditions", "F4, C6", "shape only",
+            "a proxy of ours: ε_q falls with the loss within each symmetric, balanced run; pooled "
+            "with the non-symmetric runs the rule held in 4 of 9 survey runs"),
+    Finding("§4.3", "random near-zero initialisation leads to balancedness with high probability; "
+            "not readable: the bound", "F5, C5", "shape only",
+            "the final imbalance falls about like σ² (survey slopes 2.06 to 2.42); the σ² law and the "
+            "end-of-training measure are ours"),
+    Finding("§5.1", "extrapolation when k > 2d̂, failure when k falls below 2d̂; not readable: the "
+            "figure's values, axes and settings", "F1, C1", "shape only",
+            "survey: converged median ε_q at most 0.024 above the line and at least 0.40 below it "
+            "(C1's lines 0.05 and 0.1), with our teachers at d = 20 (one run at d = 50)"),
+    Finding("§5.2", "the same transition without \"some of the assumptions\", in particular "
+            "symmetric A and balancedness; not readable: the figure and which assumptions were "
+            "dropped", "F2, C2", "shape only",
+            "only the student's symmetry and balance at initialisation (σ = 1e-2) are relaxed; the "
+            "teacher stays balanced (our choice)"),
+    Finding("§5.2: far from balance", "not readable: whether §5.2 also unbalanced the teacher or "
+            "started far from balance", "", "not run",
+            "no judged run has an unbalanced teacher or a large, unbalanced start; E3 (a signed "
+            "teacher, a table without verdict) is the only probe"),
+    Finding("§5.3 (GRU)", "GRUs \"too exhibit a phase transition\" as k varies; where and how "
+            "sharply is not stated; not readable: the figure and its setting", "F3, C8",
+            "shape only",
+            "16 students per k at k = 2, 6, 10: the error beyond the window falls from about that "
+            "of silence to 0.24 to 0.44 (survey), hence 'partly'; our GRU setup"),
+    Finding("Appendix B", "not readable: implementation details and additional experiments", "",
+            "not run", "we had no part of Appendix B"),
+]
+
+SUMMARY = Summary(
+    read="The prose of §1 to §3, the §4 and §5 introductions and §6 (a seed text), and the stored "
+         "abstract and opening of §1; not the equations, theorem statements, Prop. 3's "
+         "construction, any figure or Appendix B, and there is no authors' code. Every setting "
+         "(teachers, student size, initialisation, step sizes and budgets, error metric, the GRU "
+         "setup) is therefore our choice.",
+    easy="The linear setting: with the exact population loss, its closed-form gradient (checked "
+         "against autograd) and all runs batched in float64, the transition at k = 2d̂ shows "
+         "plainly at d = 20 within the quick run, and the moment argument can be checked directly "
+         "with a linear programme.",
+    hard="Nothing could be compared with a number of the paper, so every verdict rests on its "
+         "prose. Symmetric, balanced students converge slowly (a loss of 1e-10 needs 2e5 to 4e5 "
+         "steps), so judging needs a loss gate; GRU students scatter so widely that a stable median "
+         "needs 16 of them per k; which assumptions §5.2 dropped is unknown.",
+    full_cost="Not measured: no full run has finished. On one H200 (4 December 2026) its first "
+              "64-run chunk at d = 20 reached step 181,389 of 200,001 in 223 s (about 1.1 ms a "
+              "step, launch-bound); from that speed the 17 chunks would take at most about 12 "
+              "hours on one GPU, and on one CPU thread of a 2-core x86_64 machine the d = 100 runs "
+              "alone at most about 7.5 hours (estimates, 3 and 4 December 2026).",
+)
