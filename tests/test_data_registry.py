@@ -83,3 +83,20 @@ def test_corrupted_copy_is_refused(tmp_path):
     assert str(target) in str(e.value)
     assert data.entry(dataset, name).url in str(e.value)
     assert target.read_bytes() == bytes(raw)  # reported, not replaced
+
+
+# The words of each dataset's terms that its licence entry must carry, as its SOURCE.md gives them.
+TERMS = {"wikitext-2": "CC BY-SA", "ptb": "LDC", "jsb-chorales": "public domain", "atis": "LDC"}
+
+
+def test_every_dataset_states_its_licence():
+    """Issue 42: the registry states each dataset's licence or terms (the stable-models page shows
+    them), as the data folder's SOURCE.md gives them."""
+    assert set(data.LICENCES) == set(data.REGISTRY) == set(TERMS)
+    assert [r["dataset"] for r in data.licences()] == list(data.REGISTRY)
+    for ds, term in TERMS.items():
+        assert term in data.LICENCES[ds], ds
+        source = REAL_DATA / ds / "SOURCE.md"
+        if source.exists():
+            assert term.lower() in source.read_text().lower().replace("creative commons "
+                                                                      "attribution-sharealike", "cc by-sa"), ds

@@ -644,3 +644,36 @@ def test_survey_ranges_quote_the_extremes_over_runs():
     assert out["c9_mean_drop"] == "0.50 to 0.50" and out["c9_seed_drop"] == "0.30 to 0.70"
     assert out["c9_runs"] == "3" and out["c9_adv2"] == "-0.040 to +0.020"
     assert (out["c8_r"], out["c8_factor"]) == ("8 to 16", "5 to 10")
+
+
+# ---------------------------------------------------------------------------- the claims' records (issue 42)
+@pytest.mark.parametrize(("verdict", "passed", "reason"), [
+    (None, True, None), ("reproduced", True, None), (None, False, "differs"),
+    ("partly", True, "differs"), ("not reproduced", False, "differs"), ("inconclusive", False, "not-run")])
+def test_evidence_reason_follows_the_verdict(verdict, passed, reason):
+    assert experiments.evidence_reason(verdict, passed) == reason
+
+
+def test_evidence_records_are_valid_claims(tmp_path):
+    """The chapter's evidence strings are accepted by the claim schema, for a real and a missing
+    task, and C5's names each task with its unit."""
+    from rnnbook.claims import Claims
+    c5 = {"jsb/rnn": 0.17, "jsb/lstm": 0.07, "atis/rnn": 1.7, "ptb_char/rnn": 0.21,
+          "ptb_word/rnn ppl ratio": 0.97}
+    text = experiments.c5_ours(c5)
+    assert "JSB RNN 0.17, LSTM 0.07 nats" in text and "PTB words RNN perplexity ratio" in text
+    claims = Claims(tmp_path / "claims.json")
+    claims.add("C5", "s", "§4.2", c5, "t", True, kind="evidence", paper="§4.2", ours=text,
+               reason=experiments.evidence_reason(None, True))
+    claims.add("C9", "s", "§4.3", "jsb not in tasks", "t", False, "inconclusive", kind="evidence",
+               paper="§4.3", ours=experiments.c9_ours("jsb not in tasks"),
+               reason=experiments.evidence_reason("inconclusive", False))
+    assert [c.reason for c in claims.items] == [None, "not-run"]
+
+
+def test_findings_name_only_figures_and_claims_of_the_chapter():
+    from rnnbook.report import chapter_report
+    report = chapter_report("stable_models")
+    names = {n for f in report.FINDINGS for n in f.names}
+    assert names <= {f"F{i}" for i in range(2, 9)} | {"E1", "E2"} | {
+        "C1", "C1-train", *(f"C{i}" for i in range(2, 13))}

@@ -54,6 +54,25 @@ _CZHUANG_JSB = ("czhuang/JSB-Chorales-dataset", "9a7f733ddb4ed91f48da64ac7f0f621
 _MIULAB = ("MiuLab/SlotGated-SLU", "61f0307c729b1fad479ef1de94aa5ac5dee601b0")
 _JOINTSLU = ("yvchen/JointSLU", "fad79658f343e98c1737fcfe563e76069b62f064")
 
+# Each dataset's terms, as its SOURCE.md gives them (the stable-models chapter shows them).
+LICENCES: dict[str, str] = {
+    "wikitext-2": "CC BY-SA (3.0, text from Wikipedia), as the dataset's own page gives it; "
+                  "cite Merity et al. (2016)",
+    "ptb": "LDC (the Penn Treebank, LDC99T42); the Mikolov preprocessed version is distributed "
+           "freely for research; cite Marcus et al. (1993) and Mikolov et al. (2010)",
+    "jsb-chorales": "the Bach chorales are public domain; the upstream copies state no data licence "
+                    "(TCN's MIT licence covers its code); cite Boulanger-Lewandowski et al. (2012) "
+                    "and Allan & Williams (2005)",
+    "atis": "LDC (ATIS-2 LDC93S5, ATIS-3 LDC94S19/LDC95S26); the upstream BIO versions state no "
+            "terms; for research, citing Hemphill et al. (1990) and Goo et al. (2018)",
+}
+
+
+def licences() -> list[dict[str, str]]:
+    """The registered datasets and their terms, one row each (the stable-models chapter)."""
+    return [{"dataset": name, "licence or terms": LICENCES[name]} for name in REGISTRY]
+
+
 REGISTRY: dict[str, dict[str, DataFile]] = {
     # wikitext-2/SOURCE.md. train.txt was rebuilt locally; its git blob (2d84b35a...) is the one
     # that pytorch/examples records at this commit, so the upstream file is byte-identical.

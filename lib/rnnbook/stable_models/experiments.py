@@ -464,6 +464,70 @@ def f5_jobs(S: Settings) -> list[Job]:
     return [(S.f5_task, c, False, S.seeds[0], w) for c in S.f5_cells for w in f5_runs(S)]
 
 
+# ============================================================================ the claims' records
+# What the chapter's evidence claims record beside the paper's value (issue 42): ours in the
+# paper's terms, three significant digits, and the coded reason of a verdict other than reproduced.
+def evidence_reason(verdict: str | None, passed: bool, otherwise: str = "differs") -> str | None:
+    """The coded reason (:data:`rnnbook.claims.REASONS`) of an evidence claim's ``verdict`` (None:
+    the default, reproduced if ``passed``): none where it reproduced; "not-run" where it is
+    inconclusive (its task was not among those run); else ``otherwise``."""
+    if verdict == "reproduced" or (verdict is None and passed):
+        return None
+    return "not-run" if verdict == "inconclusive" else otherwise
+
+
+C5_UNITS = {"jsb": "nats", "atis": "F1 points", "ptb_char": "bpc"}
+
+
+def c5_ours(value: dict | str) -> str:
+    """C5's measured gaps in words: |stable − unstable| per task and cell, with the metric's unit,
+    and the word RNN's perplexity ratio stable / unstable."""
+    if not isinstance(value, dict):
+        return str(value)
+    gaps: dict[str, list[str]] = {}
+    ratios = []
+    for key, v in value.items():
+        task, what = key.split("/", 1)
+        if task in C5_UNITS:
+            gaps.setdefault(task, []).append(f"{what.upper()} {v:.3g}")
+        else:
+            ratios.append(f"{TASK_NAMES.get(task, task)} RNN perplexity ratio stable/unstable {v:.3g}")
+    parts = [f"{TASK_NAMES[t]} {', '.join(g)} {C5_UNITS[t]}" for t, g in gaps.items()]
+    return "; ".join(([f"|stable − unstable|: {'; '.join(parts)}"] if parts else []) + ratios)
+
+
+def c9_ours(value: dict | str) -> str:
+    """C9's measured values in words: the unstable RNN's mean ‖W‖₂ at k = 2 and 32, and the NLL
+    half, stable minus unstable test NLL at both k."""
+    if not isinstance(value, dict):
+        return str(value)
+    return (f"‖W‖₂ {value['‖W‖₂ k=2']:.3g} at k = 2, {value['‖W‖₂ k=32']:.3g} at k = 32 (mean of "
+            f"{value['seeds']} seeds, {value['epochs']} epochs); NLL(stable) − NLL(unstable) "
+            f"{value['NLL(stable) − NLL(unstable), k=2']:+.3g} at k = 2, "
+            f"{value['NLL(stable) − NLL(unstable), k=32']:+.3g} at k = 32 (NLL runs: {value['NLL runs']})")
+
+
+def c10_ours(value: dict | str, task: str) -> str:
+    """C10's measured gradient ratios g(i)/g(1) at i = 20 and 40, per unstable model."""
+    if not isinstance(value, dict):
+        return str(value)
+    return "g(i)/g(1) at i = 20, 40: " + "; ".join(
+        f"{c.upper()} {value[f'unstable {c.upper()} g(20)/g(1)']:.3g}, "
+        f"{value[f'unstable {c.upper()} g(40)/g(1)']:.3g}" for c in CELLS) + (
+        f" ({TASK_NAMES.get(task, task)}, training windows)")
+
+
+def c12_ours(value: dict | str, S: Settings) -> str:
+    """C12's final weight gaps ‖w_k − w_ref‖ per model, in the order of ``S.f5_k``."""
+    if not isinstance(value, dict):
+        return str(value)
+    return "; ".join(f"{c.upper()} final gap " + ", ".join(f"{value[f'{c.upper()} final k={k}']:.3g}"
+                                                          for k in S.f5_k)
+                     for c in S.f5_cells) + (
+        f" at k = {', '.join(map(str, S.f5_k))} ({TASK_NAMES.get(S.f5_task, S.f5_task)}, "
+        f"against k = {S.f5_ref}, {S.f5_epochs} epochs)")
+
+
 # ============================================================================ the seed survey
 def survey_ranges(survey: dict[str, dict]) -> dict[str, str]:
     """The ranges over the runs of a committed seed survey (:func:`rnnbook.claims.survey_values`)

@@ -1,0 +1,112 @@
+"""The reproduction report of the stable-models chapter (issue 42): the results of Miller & Hardt
+(2019) that the chapter redoes or names, each beside our figures and claims that redo it, and its
+summary box (:mod:`rnnbook.report`).
+
+We never read the values of the paper's Table 1 or of its figures (the chapter's preface and
+``../shared/papers/stable_models.check.md`` say what was read), so no row is "same" for a number of
+the paper: "shape only" is the best a row can be where the paper gives only a direction or a shape.
+Ranges quoted in the notes are those of the committed seed survey (quick profile, seeds 0 to 4,
+2 December 2026) unless a note says otherwise; the live values are in the claims table.
+"""
+from rnnbook.report import Finding, Summary
+
+FINDINGS = [
+    Finding("§2.1, App. A.1", "gradient descent with steps 1/i on hₜ = a hₜ₋₁ + xₜ diverges from any "
+            "a₀ outside [−1, 1]; the gradient grows about exponentially in T when |a| > 1 (no "
+            "number given)", "F7, C2", "shape only",
+            "unstable starts diverge within 2 steps at T ≥ 10 under our loss, but so does the stable "
+            "start a₀ = 0.5: the first step α₁ = 1 decides, not the start's instability"),
+    Finding("§2.2, App. C: the projection", "the stable RNN is trained by projecting W onto "
+            "{‖W‖₂ ≤ 1} (clipped SVD) after every step", "C1, C1-train", "same",
+            "the clipped SVD is the Frobenius projection to float64 rounding (errors of 2e-14 or less), and "
+            "training stays in the ball; checks of our code, exact as the paper's statement is"),
+    Finding("Prop. 2 (§2.2, App. A.2.2)", "the constrained LSTM's r-fold map contracts, r = O(log d); "
+            "not readable: we did not have its inequalities", "E2", "shape only",
+            "the row-constrained LSTMs' Ŝ_r fall below 1 within a few steps (Ŝ₁ can exceed 1); "
+            "shown, not claimed"),
+    Finding("§3.2, Prop. 3", "a λ-stable model is within O(λᵏ) of its depth-k truncation at "
+            "inference; not readable: we did not have its constants", "F8, C3", "shape only",
+            "our rebuilt bound holds on random tanh RNNs, loose by orders of magnitude at λ = 0.99"),
+    Finding("Prop. 4, App. C, Fig. 6", "with steps α/t the weights of recurrent and truncated training "
+            "stay close, the gap scaling like Prop. 4's bound; constant steps and a larger α break it; "
+            "not readable: Fig. 6's model, axes and values", "F6, C4", "shape only",
+            "in our setting (our choice) the gap falls geometrically in k and is flat in N for α = 1, "
+            "2, and grows for constant steps; the growth line was lowered after a seed survey "
+            "(disclosed)"),
+    Finding("Thm. 1, App. B.1.1", "the predictions of recurrent and truncated training stay ε-close "
+            "once k = Ω(log(γN^β/ε)); the truncation's gradient gap is O(kλᵏ), independent of T",
+            "", "not run", "C4 measures the weights only"),
+    Finding("Table 1 (JSB)", "stable ≈ unstable for the RNN and the LSTM; not readable: we did not "
+            "have the values", "C5", "shape only",
+            "gaps of 0.02 to 0.20 nats, within C5's 0.5, a line wider than the whole effect of "
+            "memory on JSB (0.13 nats on 1 December 2026; the page gives this run's)"),
+    Finding("Table 1 (ATIS)", "stable ≈ unstable for the RNN and the LSTM; not readable: we did not "
+            "have the values", "C5", "shape only",
+            "gaps of 0.8 to 2.6 F1 points, within C5's 3 (the specification's pilot gaps, rounded "
+            "up); at least one model above the full profile's 1.5 in every survey run"),
+    Finding("Table 1 (PTB characters)", "the RNN about as good stable as unstable; the stable LSTM "
+            "shows a gap the paper's summary calls small; not readable: we did not have the values",
+            "C5, C6", "shape only",
+            "the LSTM pays more, 0.35 to 0.38 bpc against the RNN's 0.19 to 0.21, but the RNN pays "
+            "too (above the full profile's 0.15 in every survey run); one-epoch quick models"),
+    Finding("Table 1 (WikiText-2)", "the RNN about as good stable as unstable; the stable LSTM shows "
+            "a small gap; not readable: we did not have the values", "C5, C6", "shape only",
+            "on a stand-in, 200k words of PTB: RNN perplexity ratio stable/unstable 0.92 to 0.99, the "
+            "LSTM's 1.07 to 1.10 (reported, not judged); WikiText-2 itself is the full profile's, "
+            "not run"),
+    Finding("§4.3: price of stability, λ", "an unstable music model has λ ≈ 3.5 when trained at short "
+            "lengths and λ ≈ 1.5 at longer ones", "F2, C9", "shape only",
+            "our unstable JSB RNN's ‖W‖₂ falls with k, but by about 0.5 (from about 3.4 to 2.9), "
+            "where the paper's falls by about 2; the level depends on how long we train"),
+    Finding("§4.3: price of stability, likelihood", "at short lengths the unstable model has the "
+            "better test likelihood; at longer lengths the advantage disappears", "F2, C9", "differs",
+            "at k = 32 our stable RNN is better in 5 of 5 survey seeds (by 0.07 to 0.22 nats); at "
+            "k = 2 the sign moves with the seed; reported, not judged, in the quick profile"),
+    Finding("§1, §4.3: stable on data", "nominally unstable models often operate in the stable "
+            "regime on the data", "C7, E2", "shape only",
+            "every unconstrained model has ‖W_hh‖₂ > 1, and most have some Ŝ_r < 1 for r ≤ 64 (a "
+            "lower bound, so evidence, not proof)"),
+    Finding("§4.3: character-level LSTM", "iteratively stable for about 80 steps", "C8", "differs",
+            "our one-epoch 128-unit LSTM contracts on training data from r* = 8 to 16, 5 to 10 times "
+            "sooner; a smaller model and a shorter search than the paper's"),
+    Finding("§4.3: word-level LSTM", "iteratively stable for about 100 steps", "", "not run",
+            "no profile estimates the word-level LSTM's contraction"),
+    Finding("Fig. 3 (§4.4)", "in trained language models the gradient with respect to inputs i steps "
+            "back vanishes quickly, for the LSTM more slowly; not readable: we did not have its values",
+            "F3, C10", "shape only",
+            "on PTB characters (the quick profile): g(20)/g(1) about 1e-4 for the LSTM against "
+            "about 1e-6 for the RNN; the word-level panel is the full profile's, not run"),
+    Finding("Fig. 4 (§4.4), music", "returns diminish in k: a larger k leaves the LSTM unchanged and "
+            "slightly degrades the unstable RNN", "F4, C11", "shape only",
+            "on JSB the NLL hardly moves beyond k = 8 (spreads up to 0.07 nats) and k = 2 does as "
+            "well as the recurrent model; our LSTM, too, worsens slightly with k, where the paper's is "
+            "flat; C11's line is too wide to be evidence"),
+    Finding("Fig. 4 (§4.4), language models", "the same diminishing returns on word- and "
+            "character-level language models", "", "not run",
+            "F4's PTB-character and WikiText-2 panels are the full profile's, not run"),
+    Finding("Fig. 5 (§4.4), ordering in k", "the distance between truncated and k = 65 training grows "
+            "more slowly for larger k (unstable word-level language models); not readable: we did "
+            "not have its values", "F5, C12", "shape only",
+            "on a JSB RNN stand-in the final gap falls with k (about 5, 1.2 and 0.9 at k = 5, 10, 40)"),
+    Finding("Fig. 5 (§4.4), shape over training", "the distance rises at first, then grows slowly",
+            "F5", "differs",
+            "our k = 40 gap stays orders of magnitude below the others for the first epochs, then "
+            "grows late; C12 does not test the shape"),
+]
+
+SUMMARY = Summary(
+    read="A per-section summary of the paper, its abstract and the first half of its introduction "
+         "(stored copies), and the authors' fork of locuslab/TCN (JSB only); not the paper's full "
+         "text, so not the values of Table 1 or of its figures, the inequalities of Prop. 2 or the "
+         "constants of Prop. 3, Prop. 4 and Thm. 1.",
+    easy="The theory: the projection, the truncation bound and the weight gap of truncated "
+         "training check on synthetic models in float64 within seconds, and the benchmarks' data "
+         "are small and public.",
+    hard="Without Table 1's values every comparison is between our own stable and unstable models, "
+         "whose quick tolerances come from a pilot; undertrained quick models inflate the gaps, and "
+         "the contraction estimate needed a protocol (r*, training inputs) inferred from a summary.",
+    full_cost="Not measured: the full profile has never run. The specification estimates about 2 to "
+              "3 CPU-hours for JSB, ATIS and the theory and about 3 GPU-hours on one H200 for the "
+              "language models (an estimate from FLOPs); its smoke run took 45 s on one H200 "
+              "(4 December 2026) and 33 s on 2 CPU cores (3 December 2026).",
+)
