@@ -661,3 +661,26 @@ def test_survey_ranges_quote_the_seed_runs_only():
                                      "rho 0.3": run(1, 1, 0.1)})
     assert (out["c10_best"], out["c10_eq"], out["c10_eq_below"]) == ("16 to 90", "2.5 to 12", "seed 1")
     assert out["c4_g"] == "1.20, 1.00" and out["c5_single"] == "9 to 20"
+
+
+def test_evidence_reason_only_where_not_reproduced():
+    """Issue 42: an evidence claim's coded reason is given exactly where its verdict (None: from
+    `passed`) is not "reproduced", and must be one of the schema's reasons."""
+    assert experiments.evidence_reason(None, True, "differs") is None
+    assert experiments.evidence_reason("reproduced", True, "differs") is None
+    assert experiments.evidence_reason(None, False, "not-at-scale") == "not-at-scale"
+    assert experiments.evidence_reason("partly", True, "setting") == "setting"
+    with pytest.raises(ValueError):
+        experiments.evidence_reason("partly", True, "seed")
+
+
+def test_report_names_only_figures_and_claims_of_the_chapter():
+    """The findings table names our figures (F1-F12, E1, E2) and claims (C1-C12) only, and every
+    row without one of ours is 'not run' (the quick run's own names: tests/test_chapters.py)."""
+    from rnnbook import report as report_mod
+    from rnnbook.curse_of_memory.report import FINDINGS, SUMMARY
+    figures = {f"F{i}" for i in range(1, 13)} | {"E1", "E2"}
+    claims_ = {f"C{i}" for i in range(1, 13)}
+    assert report_mod.unknown_names(FINDINGS, figures, claims_) == []
+    assert all((f.outcome == "not run") == (not f.names) for f in FINDINGS)
+    assert report_mod.chapter_report("curse_of_memory").SUMMARY is SUMMARY

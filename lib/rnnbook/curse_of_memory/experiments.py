@@ -458,6 +458,15 @@ def c4_check(ladder: dict[str, dict], quick: bool) -> dict:
     return {"g per seed": g, "g": med, "passed": med >= 0.5, "verdict": verdict}
 
 
+def evidence_reason(verdict: str | None, passed: bool, why: str) -> str | None:
+    """The coded reason (:data:`rnnbook.claims.REASONS`) of an evidence claim (issue 42): none
+    where it reproduced (``verdict`` None: reproduced exactly when ``passed``, as
+    :meth:`rnnbook.claims.Claims.add` decides), else ``why``."""
+    if why not in claims.REASONS:
+        raise ValueError(f"reason {why!r} is not one of {claims.REASONS}")
+    return None if (verdict or ("reproduced" if passed else "not reproduced")) == "reproduced" else why
+
+
 def oscillation(curve: np.ndarray, frac: float = 0.1) -> float:
     """C12: max/min of a loss curve over its last ``frac``, the loss floored at 1e-15 (the float64
     round-off of Eq. cm-loss, which subtracts terms of order 1/(1-|lambda|^2))."""

@@ -1,0 +1,127 @@
+"""The reproduction report of the curse-of-memory chapter (issue 42): the figures and numbers of
+Zucchet & Orvieto (NeurIPS 2024) that the chapter redoes or names, each beside our figures and
+claims that redo it, and its summary box (:mod:`rnnbook.report`).
+
+We did not read the paper's text beyond its opening; its numbers come from the PNG outputs of the
+authors' notebooks (commit 686ec0a, read to about ±30%), from the per-entry Adam rates they ship
+(``figures/lr_*.npy``, Figs. 4 and 9), and, for Fig. 5C, from the pixel read of the third review
+(``../shared/papers/curse_of_memory.review3.md``, 5 December 2026, ±0.2 decade). "Same" means our
+number falls within that reading's precision. Ranges quoted in the notes are those of the committed
+seed survey (quick profile, seeds 0–4 and two ρ runs, 2 December 2026) unless a note says
+otherwise; the live values are in the claims table. Rows with nothing of ours are the "Coverage"
+list of the third review.
+"""
+from rnnbook.report import Finding, Summary
+
+FINDINGS = [
+    Finding("Fig. 1A", "E[(d_λh)²] explodes faster than E[h²] as λ → 1: at λ = 0.9999 about 2.5e11 "
+            "(ρ = 0) to 1e16 (ρ = 1), E[h²] about 1e8 at ρ = 1", "F1, C1", "same",
+            "the closed forms give 2.5e11, 1e16 and 1e8 and agree with Monte-Carlo within 6%; "
+            "exponents −1/−3 for ρ < 1, −2/−4 at ρ = 1"),
+    Finding("Fig. 1B–C", "the 1-D loss sharpens as λ* → 1, most in the phase (no number)", "F1",
+            "shape only", "panel C for three real teachers (0.9, 0.99, 0.999), not panel B's seven "
+            "(our choice)"),
+    Finding("Fig. 2", "with γ and exp both curves level off for ρ < 1; at ρ = 1, λ = 0.9999, "
+            "γ²E[h²] about 2e4 against about 1e8 without γ", "F2, C2", "same",
+            "within 2e-6 of the limits (1+ρ)/(2(1−ρ)) at 1−λ = 1e-6, and 2.0e4 at ρ = 1; a "
+            "deterministic computation of the paper's formulas"),
+    Finding("Fig. 3A", "as ν₀ goes from 0.36 to 0.99, the dense RNN's loss rises from about 1e-8 to "
+            "0.4, the LRU's from about 5e-8 to 2.5e-5", "F3, C3", "shape only",
+            "1000 steps, one seed: the RNN ends above 1 at 0.99 and the LRU 20 to 200 times above "
+            "the paper's (4.7e-4 to 4.9e-3); 'the RNN is better only for short memories' is not checked"),
+    Finding("Fig. 3B", "RNN about 0.4, every model after it at 2–4e-5: block-diagonality gives "
+            "nearly all the gain (g ≈ 1)", "F4, C4", "shape only",
+            "median g 0.99 to 1.38 over the survey, but after 3000 steps the later models are not "
+            "flat as the paper's, and single seeds sit on a plateau (g down to 0.14)"),
+    Finding("Fig. 4, Adam's rates", "aggregate effective rate of A 10^-7.27 and of λ 10^-3.12, a "
+            "ratio of about 1.4e4 (positive-entry medians 10^-6.71 and 10^-2.69)", "F5, C5",
+            "shape only", "five-seed medians 23 to 71 after 3000 steps (209 in an uncommitted "
+            "10,000-step pilot): orders of magnitude, but about 70 times short of the paper's even "
+            "at its length, which nothing we ran explains"),
+    Finding("Fig. 4, Hessians", "similar spectra; the diagonal network's top eigenvectors "
+            "concentrated on few parameters (drawn, no number)", "F5, C6", "shape only",
+            "9 = 2n+1 non-null eigenvalues in both, which any minimal system has, and IPR ratio "
+            "medians 1.42 to 2.14 (our metric); population Hessian, not the paper's 64-sequence batch"),
+    Finding("Fig. 4, per-entry picture", "a per-entry scatter (46% of A's entries negative and not "
+            "drawn) and the top-10 eigenvectors", "", "not run",
+            "we draw one aggregate per group and seed and no eigenvectors"),
+    Finding("Fig. 5A", "LRU and GRU activity flat across τ; the complex diagonal network's about "
+            "1e5 at ν ≈ 0.99 (BERT inputs, 512 tokens)", "F6, C8", "shape only",
+            "c-diag grows 1.1e3 to 1.9e3, 100 times short, on 128 tokens of the substitute; LRU "
+            "0.63 to 0.99, GRU 0.84 to 0.96"),
+    Finding("Fig. 5B", "the LRU's θ-gradient grows while its ν-gradient and the GRU's stay flat; "
+            "c-diag's λ-gradient grows (no number read)", "F6", "shape only",
+            "the same split on the substitute inputs; shown, not judged"),
+    Finding("Fig. 5C", "with LayerNorm the λ-gradient runs from about 1e-7 to 1e-4, a span of about "
+            "10^2.9 (±0.2 decade), the rest flat; without normalisation up to about 10^10.4",
+            "F6, C7", "same",
+            "LayerNorm span 614 at seed 0 (471 to 682 over the survey); C7's 'partly' comes from our "
+            "1e2 line, set on a misreading of the panel; F6C omits the 'all but λ' curves"),
+    Finding("Fig. 6", "exp keeps the ω_ν-curvature bounded while the ω_θ-curvature grows; polar "
+            "both grow; opt both bounded (slices at θ* = 0 and π/100)", "F7", "shape only",
+            "our curvatures at the optimum agree; our slices sit at θ* = π/4, this book's extension"),
+    Finding("Fig. 7", "under the notebook's sign descent the polar loss oscillates between about "
+            "1e-3 and 1e-1, the exp loss settles near 1e-4", "F8, C12", "same",
+            "exp ends at 7.2e-5 and polar swings by 142 (deterministic); true Adam, our addition, "
+            "damps the oscillation"),
+    Finding("Fig. 7, opt and contours", "the 'opt' parametrisation stuck near 20; loss contours "
+            "with the trajectories", "", "not run", "F8 runs the polar and exp parametrisations only"),
+    Finding("Fig. 8", "|S(λ, λ0, ρ)| on the disc for λ0 = 0.99e^{iπ/4}, drawn with the notebook's "
+            "formula", "F9", "differs",
+            "the notebook's formula is not ∂1∂2f: about half the exact S at the peak for 0 < ρ < 1 "
+            "(4.61 against 6.52 at (.5, .5, .5)), exact at ρ = 0 and 1; the pictures agree in shape"),
+    Finding("Fig. 9", "the LRU's effective rates at Adam's ceiling in every group; S4's A and Δ at "
+            "about 10^-4.3 (lr_LRU.npy, lr_S4.npy)", "", "not run",
+            "no LRU probe and no S4 model in the chapter"),
+    Finding("Fig. 10, Hessians", "with small phase ranges θ0 large off-diagonal blocks couple the "
+            "modes (n = 10, ν0 = ρ = 0.99)", "F10", "shape only",
+            "drawn with the chapter's seed, where the notebook uses 53"),
+    Finding("Fig. 10, LRU", "the LRU's loss falls from about 2.5e-5 (θ0 = π) to 4e-7 (π/100), a "
+            "factor 50–60", "F10, C10", "shape only",
+            "best-rate ratio 16 to 103 over the survey, from losses 5e-4 to 5e-3 at π, whose best "
+            "rate is the grid's smallest; equal-rate ratio 2.5 to 91"),
+    Finding("Fig. 10, complex diagonal and RNN", "the complex diagonal network flat at 2–4e-5 "
+            "across θ0; the RNN between 0.03 and 1", "F10", "differs",
+            "after 1000 steps the complex diagonal network is worse with small phases in 4 of 5 "
+            "seeds (ratio 0.007 to 0.19; not judged in quick), flat in an uncommitted 10,000-step "
+            "pilot; our RNN ends at 1 to 10"),
+    Finding("Fig. 11", "loss about 0.6, 0.6, 0.2, 0.1, 7e-5 and 2e-5 with 1, 2, 4, 8, 16 and 32 "
+            "heads; A's effective rate from about 1e-6 (1 head) to 10^-3.3 (32 heads)", "F11, C11",
+            "shape only",
+            "L(1)/L(32) 980 to 5e4 over the survey (the paper's about 3e4) at 1, 4, 16 and 32 heads; "
+            "our rate panel divides by the scheduled rate, which has no counterpart in the paper"),
+    Finding("Fig. 12", "the BERT layer-0 autocorrelation fitted as 0.332 δ + 0.0431·0.997^Δ", "",
+            "not run", "the embeddings cannot be downloaded; our substitute is built from these "
+            "constants, and F12's refit only checks it"),
+    Finding("Fig. 13", "Fig. 5B's gradients layer by layer", "", "not run", "not drawn"),
+    Finding("Fig. 14", "∂h_Δt/∂h0 of the chrono GRU is diagonal when the gates ignore h (row 1: "
+            "σ_h = 0 and σ_x = 0)", "F12", "shape only",
+            "off-diagonal entries exactly 0 at σ_h = 0, by construction; our σ_x = 1"),
+    Finding("Fig. 15", "Var h and Var d_bh against T: the theory matches with constant gates, "
+            "input-driven gates sit above it", "F12, C9", "shape only",
+            "constant gates within 1.12 to 1.44 of the theory (C9, a check), input-driven above "
+            "it; time-averaged, normalised moments on the substitute, not the paper's last step"),
+    Finding("Appendix", "not readable: the theorems and derivations, including Lemma 1 and which "
+            "S the appendix uses", "", "not run", "we had no part of the appendix"),
+]
+
+SUMMARY = Summary(
+    read="The paper's figure captions, abstract and opening (to the start of §2), its five "
+         "OpenReview reviews, and the authors' repository in full (commit 686ec0a: the notebooks "
+         "and the PNGs they output, read to about ±30%, the per-entry Adam rates behind Figs. 4 "
+         "and 9, the scans and the training code). Not the main text after the start of §2, nor the "
+         "appendix's theorems and derivations.",
+    easy="The closed forms: the notebooks give the formulas behind Figs. 1, 2 and 10, and series, "
+         "Monte-Carlo and sympy confirm them to round-off. The teacher-student protocol is fixed by "
+         "the authors' scan files, and, written as a quadratic form in the impulse responses, every "
+         "run of a figure trains as one batched program on two CPU cores.",
+    hard="Reaching the paper's magnitudes: runs of 1,000 to 3,000 steps leave the diagonal students "
+         "far from converged, so their losses sit 20 to 200 times above the paper's, and the Adam "
+         "probe's ratio (23 to 71; 209 in a 10,000-step pilot) stays far below its 1.4e4, which "
+         "nothing we ran explains. The BERT inputs of Figs. 5 and 12 to 15 could not be had, and "
+         "two notebooks had to be run both ways (Fig. 8's S, Fig. 7's optimiser).",
+    full_cost="not measured: as of 5 December 2026 no full profile of this chapter has run "
+              "(paper_scale.md). Only its smoke test at toy sizes was timed on a GPU: 59 s on one NVIDIA H200 "
+              "(4 December 2026). Our specification estimates 20 to 60 GPU-minutes for its about "
+              "2,100 runs of 10,000 steps (an estimate, never checked).",
+)
