@@ -229,9 +229,10 @@ def saturation(Ts) -> list[dict[str, float]]:
 # ----------------------------------------------------------------------------- the section
 def compute(S: Settings, seed: int, device: torch.device = torch.device("cpu")) -> dict:
     """Everything S1 shows: the exact split at ``S.exact_Ts``, the closed forms against each other,
-    the Monte-Carlo grid and the crossover, and the two claims' pass flags and verdicts. A failed
-    identity (S1a) is "inconclusive": the bridge between the papers broke, so nothing is carried
-    across; a failed crossover (S1b) on a sound identity is "partly"."""
+    the Monte-Carlo grid and the crossover, the identity's (S1a, a check) pass flag and the
+    crossover's (S1b) pass flag and verdict: with a failed identity S1b is "inconclusive" (the
+    bridge between the papers broke, so nothing is carried across); a failed crossover on a sound
+    identity is "partly"."""
     split = [split_check(S.a, 1 - x, S.c, T, S.beta, seed + i) for i, T in enumerate(S.exact_Ts)
              for x in (0.5, 0.1, 0.0)]
     split_err = max(v for r in split for k, v in r.items() if k != "T")
@@ -241,7 +242,6 @@ def compute(S: Settings, seed: int, device: torch.device = torch.device("cpu")) 
     identity_ok = split_err <= S.exact_tol and max(closed.values()) <= S.exact_tol and grid["passed"]
     return {"split": split, "split_err": split_err, "closed": closed, "grid": grid, "cross": cross,
             "identity_passed": bool(identity_ok), "readings_passed": cross["passed"],
-            "identity_verdict": "agree" if identity_ok else "inconclusive",
             "readings_verdict": "agree" if cross["passed"] else "partly" if identity_ok else "inconclusive"}
 
 
