@@ -198,7 +198,7 @@ class Claims:
         paper = collapsed(c.paper) if c.paper else '<span class="claim-source">—</span>'
         ours = value_html(c.value)
         if c.ours:
-            ours = (f"{collapsed(c.ours)}<details><summary>the measured record</summary>"
+            ours = (f"{collapsed(c.ours, LONG - len(RECORD))}<details><summary>{RECORD}</summary>"
                     f"{value_html(c.value)}</details>")
         reason = f'<br><span class="claim-reason">reason: {c.reason}</span>' if c.reason else ""
         verdict = (f'{verdict_badge(c.verdict)}{reason}<br><span class="claim-check">our check '
@@ -348,6 +348,7 @@ def format_value(value: Any) -> str:
 
 
 LONG = 120  # visible characters of a value cell; a longer record is collapsed under its start
+RECORD = "the measured record"  # the summary under which a claim's whole value sits, below ours
 
 
 def value_html(value: Any) -> str:
