@@ -184,7 +184,8 @@ class Claims:
             rows.append(f'<tr class="claim-group"><th colspan="{len(TABLE_HEAD)}">{group}</th></tr>')
             rows += [self._row(c, survey) for c in cs]
         legend = sources_legend(self.items)
-        foot = f'<tfoot><tr><td colspan="{len(TABLE_HEAD)}">{summary_html(self.items)}</td></tr></tfoot>'
+        # the scorecard line as the footer's heading (its length is the chapter's, not a cell's)
+        foot = f'<tfoot><tr><th colspan="{len(TABLE_HEAD)}">{summary_html(self.items)}</th></tr></tfoot>'
         return (f'<div class="claims-table"><table><thead><tr>{head}</tr></thead>'
                 f'<tbody>{"".join(rows)}</tbody>{foot}</table>'
                 f'{f"<p>{legend}</p>" if legend else ""}</div>')
