@@ -562,10 +562,80 @@ def test_cached_batch_hits_and_misses(tmp_path):
 
 def test_cache_sidecar(tmp_path):
     c = Cache(tmp_path)
-    c.put("x", {"a": np.float32(0.5), "b": [1, 2]}, {"v": 1})
-    side = json.loads(c.path("x", {"a": 0.5, "b": [1, 2]}).with_suffix(".json").read_text())
+    c.put("x", {"a": np.float32(0.5), "b": [1, 2]}, {"v": 1}, seconds=2.5)
+    entry = c.path("x", {"a": 0.5, "b": [1, 2]})
+    side = json.loads(entry.with_suffix(".json").read_text())
+    made = side.pop("made")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", made)
     assert side == {"name": "x", "config": {"a": 0.5, "b": [1, 2]},
-                    "code_version": paths.results_version()}
+                    "code_version": paths.results_version(), "seconds": 2.5,
+                    "sha256": hashlib.sha256(entry.read_bytes()).hexdigest()}
+
+
+def _entry_files(c: Cache, config: dict) -> tuple[Path, Path]:
+    entry = c.path("sweep", config)
+    return entry, entry.with_suffix(".json")
+
+
+def test_a_corrupted_piece_is_refused_naming_its_file(tmp_path):
+    c = Cache(tmp_path)
+    c.cached_batch("sweep", CONFIGS, Counter())
+    entry, _ = _entry_files(c, CONFIGS[1])
+    data = bytearray(entry.read_bytes())
+    data[-3] ^= 0xFF  # one flipped byte in the last array
+    entry.write_bytes(bytes(data))
+    with pytest.raises(cache_mod.PieceError, match=re.escape(str(entry)) + ".*corrupted"):
+        c.cached_batch("sweep", CONFIGS, Counter())
+    assert c.get("sweep", CONFIGS[0]) is not None  # the intact pieces stay usable
+
+
+def test_a_foreign_piece_is_refused_naming_its_file(tmp_path):
+    """An entry copied over another one's name (with its sidecar), an entry without sidecar and a
+    sidecar that is not JSON are each refused, never used."""
+    c = Cache(tmp_path)
+    c.cached_batch("sweep", CONFIGS, Counter())
+    (a, a_side), (b, b_side) = _entry_files(c, CONFIGS[0]), _entry_files(c, CONFIGS[1])
+    b.write_bytes(a.read_bytes())
+    b_side.write_text(a_side.read_text())
+    with pytest.raises(cache_mod.PieceError, match=re.escape(str(b)) + ".*another entry \\(config"):
+        c.get("sweep", CONFIGS[1])
+    a_side.unlink()
+    with pytest.raises(cache_mod.PieceError, match=re.escape(str(a)) + ".*no sidecar"):
+        c.get("sweep", CONFIGS[0])
+    a_side.write_text("{not json")
+    with pytest.raises(cache_mod.PieceError, match="not JSON"):
+        c.get("sweep", CONFIGS[0])
+
+
+def test_progress_of_a_planned_sweep(tmp_path):
+    """The plan a sweep writes first lets progress() (``python -m rnnbook status``) count the
+    finished pieces of an interrupted sweep, their measured time and what is left."""
+    c = Cache(tmp_path)
+    with pytest.raises(RuntimeError, match="interrupted"):
+        c.cached_batch("sweep", CONFIGS, Counter(fail_on_call=3), chunk_size=1)
+    (p,) = cache_mod.progress(tmp_path, c.code)
+    assert (p.name, p.current, p.done, p.total, p.timed) == ("sweep", True, 2, 4, 2)
+    assert p.seconds >= 0 and p.left == pytest.approx(p.per_piece * 2)
+    assert p.size == sum(f.stat().st_size for f in tmp_path.glob("sweep-*"))
+    (other,) = cache_mod.progress(tmp_path, "0123456789abcdef")
+    assert not other.current
+    c.cached_batch("sweep", CONFIGS, Counter(), chunk_size=1)
+    (p,) = cache_mod.progress(tmp_path, c.code)
+    assert (p.done, p.total, p.left) == (4, 4, 0)
+
+
+def test_status_command(tmp_path, capsys):
+    main = cli.main
+    c = Cache(tmp_path / "extrapolation" / "cache", paths.results_version("extrapolation"))
+    c.cached_batch("linear", CONFIGS[:3], Counter())
+    Cache(c.directory, "0123456789abcdef").plan("linear", CONFIGS)
+    assert main(["status", "extrapolation", "--results-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"linear +3/3 +done, [\d.]+ s per piece \(measured\), nothing left", out)
+    assert "1 plans of other code versions (0 pieces): never used" in out
+    with pytest.raises(SystemExit):
+        main(["status", "nope"])
+    assert "unknown chapters ['nope']" in capsys.readouterr().err
 
 
 def test_changed_config_misses(tmp_path):
@@ -1004,9 +1074,10 @@ def test_results_version_leaves_out_presentation_only():
     for c in paths.chapters():
         code = _rel(paths.version_files(c))
         results = _rel(paths.version_files(c, results=True))
-        assert code - results == set(paths.PRESENTATION) | {f for f in code if _plots(f)}
+        assert code - results == (set(paths.PRESENTATION) | set(paths.INFRASTRUCTURE)
+                                  | {f for f in code if _plots(f)})
         assert {f for f in code if _plots(f)} >= {f"{u}/plots.py" for u in paths.USES.get(c, ())}
-        assert {"cache.py", "params.py", "run.py", "claims.py", f"{c}/__init__.py"} <= results
+        assert {"params.py", "run.py", "claims.py", "data.py", f"{c}/__init__.py"} <= results
         assert paths.results_version(c) != paths.code_version(c)
         assert rnnbook.setup(c, results_dir="/nonexistent").cache.code == paths.results_version(c)
     assert paths.presentation_only(paths.LIB_DIR / "extrapolation" / "plots.py")

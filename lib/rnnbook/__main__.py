@@ -2,6 +2,7 @@
 [--results-dir DIR] [-p name value ...] [--executor inline|local:N|slurm [--slurm-* ...]]``, ``python -m rnnbook execute [chapter ...]``,
 ``python -m rnnbook book [--offline] [--if-stale]``,
 ``python -m rnnbook survey <chapter> --seeds 0-4 [-p name value ...]``,
+``python -m rnnbook status [chapter ...] [--results-dir DIR]``,
 ``python -m rnnbook figures``, ``python -m rnnbook bench`` and ``python -m rnnbook seed-book-cache``."""
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from rnnbook.claims import format_value
 from rnnbook.params import ParameterError
 from rnnbook.execute import (EXECUTED_DIR, FIGURES_EXPORT, build_book, execute_chapter, execute_many,
                              export_figures, seed_book_cache, survey_chapter)
-from rnnbook.paths import chapters, default_results_dir
+from rnnbook.paths import FULL_RESULTS_DIR, chapters, default_results_dir, results_version
 
 
 def parse_value(text: str):
@@ -106,6 +107,35 @@ def executor_of(args: argparse.Namespace) -> engine.Executor:
     return engine.parse(args.executor, settings, args.retries)
 
 
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min" if seconds < 7200 \
+        else f"{seconds / 3600:.1f} h"
+
+
+def print_status(chapter: str, root: Path) -> None:
+    """Which pieces (results cache entries) of ``chapter``'s runs in ``root`` are done and what
+    is left, with the measured cost per piece (:func:`rnnbook.cache.progress`)."""
+    from rnnbook.cache import progress
+    directory, code = root / chapter / "cache", results_version(chapter)
+    sweeps = progress(directory, code)
+    print(f"{chapter}: {directory} (code version {code})")
+    if not sweeps:
+        print("  no sweep planned yet: nothing run, or run before plans were recorded")
+    for p in sweeps:
+        if not p.current:
+            continue
+        left = p.total - p.done
+        print(f"  {p.name:<24} {p.done:>5}/{p.total:<5} done, {duration(p.per_piece)} per piece "
+              f"(measured), {duration(p.left) if left else 'nothing'} left"
+              f"{' (estimate)' if left and p.left is not None else ''}, {p.size / 1e6:.1f} MB")
+    stale = [p for p in sweeps if not p.current]
+    if stale:
+        print(f"  {len(stale)} plans of other code versions ({sum(p.done for p in stale)} pieces): "
+              "never used by this code")
+
+
 def execute_defaults(names: list[str]) -> int:
     """Execute ``names`` with default parameters, side by side; 1 if any cell failed."""
     def report(chapter, seconds, error):
@@ -156,6 +186,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="a chapter parameter for every run (as for run)")
     sv.add_argument("--out", default=None, help="where survey.json goes (default: beside the runs)")
     add_executor_options(sv)
+    st = sub.add_parser("status", help="which pieces of a chapter's (full) runs are done, what is "
+                        "left and what each piece cost")
+    st.add_argument("chapters", nargs="*", metavar="chapter",
+                    help=f"any of {', '.join(chapters())} (default: all)")
+    st.add_argument("--results-dir", default=str(FULL_RESULTS_DIR),
+                    help="the runs' results folder (default data/results/full)")
     sub.add_parser("figures", help="export the book's figures to _build/figures/<chapter>/")
     sub.add_parser("bench", help="run every bench/*.py and print their speed-up ratios")
     args = ap.parse_args(argv)
@@ -171,6 +207,13 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             ap.error(f"unknown chapters {unknown}; chapters: {', '.join(chapters())}")
         return execute_defaults(args.chapters or chapters())
+    if args.command == "status":
+        unknown = sorted(set(args.chapters) - set(chapters()))
+        if unknown:
+            ap.error(f"unknown chapters {unknown}; chapters: {', '.join(chapters())}")
+        for chapter in args.chapters or chapters():
+            print_status(chapter, Path(args.results_dir))
+        return 0
     if args.command == "seed-book-cache":
         seeded = seed_book_cache()
         print("book reuses executions of:", ", ".join(seeded) or "none")

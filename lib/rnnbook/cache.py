@@ -1,11 +1,16 @@
-"""Results cache for long computations (all chapters).
+"""Results cache for long computations (all chapters); its entries are the pieces of a full run.
 
 An entry is keyed by a hash of its name, its configuration and the results version
 (:func:`rnnbook.paths.results_version`; a chapter's own in a chapter's cache), so a change to
 either is a miss, never a stale hit. Entries are ``.npz`` files of plain arrays (loaded with
-``allow_pickle=False``) written atomically and byte for byte the same for the same arrays, with a JSON sidecar of the
-configuration for humans. A sweep cached entry by entry resumes where it stopped; with an executor
-(:mod:`rnnbook.engine`) its chunks run as jobs that write their entries here.
+``allow_pickle=False``) written atomically and byte for byte the same for the same arrays, with a
+JSON sidecar that names the entry (name, configuration, code version), holds its SHA-256 and the
+seconds its computation took. An entry whose sidecar is missing, names another entry or whose bytes
+differ from its checksum is refused with a :class:`PieceError` naming the file, never used. A sweep
+cached entry by entry resumes where it stopped; it first writes its plan (``plans/``: every entry it
+will hold), so that ``python -m rnnbook status`` can say what is done and what is left
+(:func:`progress`); with an executor (:mod:`rnnbook.engine`) its chunks run as jobs that write their
+entries here.
 """
 from __future__ import annotations
 
@@ -13,7 +18,10 @@ import hashlib
 import io
 import json
 import math
+import time
 import zipfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
@@ -26,6 +34,19 @@ from rnnbook.claims import atomic_write, to_json
 from rnnbook.paths import results_version
 
 Result = dict[str, Any]
+
+
+class PieceError(RuntimeError):
+    """A file in the results cache that is not the entry its name says, intact: never used."""
+
+    def __init__(self, path: Path, why: str):
+        super().__init__(f"results cache entry {path} refused: {why}. Delete it and its .json "
+                         "sidecar to compute it again.")
+
+
+def canonical(value: Any) -> str:
+    """``value`` as sorted JSON (NaN included), for comparing a sidecar with a key."""
+    return json.dumps(value, sort_keys=True)
 
 
 class Cache:
@@ -45,22 +66,56 @@ class Cache:
         return self.directory / f"{name}-{hashlib.sha256(blob.encode()).hexdigest()[:20]}.npz"
 
     def get(self, name: str, config: dict) -> Result | None:
+        """The entry for ``(name, config)``, or None if there is none; a :class:`PieceError` if
+        the file there is not that entry, intact."""
         path = self.path(name, config)
         if not path.exists():
             return None
-        with np.load(path, allow_pickle=False) as z:
+        data = path.read_bytes()
+        side = self._sidecar(path)
+        expected = {"name": name, "config": to_json(config), "code_version": self.code}
+        foreign = [k for k, v in expected.items() if canonical(side.get(k)) != canonical(v)]
+        if foreign:
+            raise PieceError(path, f"its sidecar names another entry ({', '.join(foreign)} differ)")
+        if hashlib.sha256(data).hexdigest() != side.get("sha256"):
+            raise PieceError(path, "its bytes differ from the SHA-256 its sidecar records (corrupted)")
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
             return {k: (z[k].item() if z[k].ndim == 0 else z[k]) for k in z.files}
 
-    def put(self, name: str, config: dict, result: Result) -> None:
-        """Store ``result``: a dict of arrays, numbers or strings (never objects: no pickles)."""
+    @staticmethod
+    def _sidecar(path: Path) -> dict:
+        side = path.with_suffix(".json")
+        try:
+            return json.loads(side.read_text())
+        except FileNotFoundError:
+            raise PieceError(path, f"it has no sidecar {side.name}, so nothing says what it holds")
+        except (ValueError, UnicodeDecodeError):
+            raise PieceError(path, f"its sidecar {side.name} is not JSON")
+
+    def put(self, name: str, config: dict, result: Result, seconds: float | None = None) -> None:
+        """Store ``result``: a dict of arrays, numbers or strings (never objects: no pickles), and
+        ``seconds``, the time its computation took (its share of a batched chunk's)."""
         path = self.path(name, config)
         arrays = {k: np.asarray(v) for k, v in result.items()}
         for k, a in arrays.items():
             if a.dtype.hasobject or k in ("file", "allow_pickle"):
                 raise TypeError(f"cannot cache {k!r}: results are plain arrays with plain names")
-        atomic_write(path, npz_bytes(arrays))
-        side = {"name": name, "config": to_json(config), "code_version": self.code}
+        data = npz_bytes(arrays)
+        side = {"name": name, "config": to_json(config), "code_version": self.code,
+                "sha256": hashlib.sha256(data).hexdigest(), "seconds": seconds,
+                "made": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        # the sidecar first: a run killed between the two writes leaves no entry, not an unnamed one
         atomic_write(path.with_suffix(".json"), json.dumps(side, indent=2).encode())
+        atomic_write(path, data)
+
+    def plan(self, name: str, configs: Sequence[dict]) -> None:
+        """Record that a sweep will hold the entries of ``configs`` (for :func:`progress`)."""
+        files = sorted(self.path(name, c).name for c in configs)
+        key = hashlib.sha256(json.dumps(files).encode()).hexdigest()[:12]
+        plan = {"name": name, "code_version": self.code, "entries": files}
+        path = self.directory / "plans" / f"{name}-{key}.json"
+        if not path.exists():
+            atomic_write(path, json.dumps(plan, indent=1).encode())
 
     def cached(self, name: str, config: dict, compute: Callable[[], Result]) -> Result:
         """``compute()``, or its cached result for this ``(name, config, code)``."""
@@ -71,6 +126,7 @@ class Cache:
                      progress: Callable[[Iterable], Iterable] = iter) -> list[Result]:
         """Results for every config: cached ones are loaded, the rest computed ``chunk_size`` at a
         time by one batched ``compute(configs) -> results`` call and stored as each chunk ends."""
+        self.plan(name, configs)
         results: list[Result | None] = [self.get(name, c) for c in configs]
         todo = [i for i, r in enumerate(results) if r is None]
         self.hits += len(configs) - len(todo)
@@ -86,8 +142,9 @@ class Cache:
         size = chunk_size or max(len(todo), 1)
         for start in progress(range(0, len(todo), size)):
             idx = todo[start:start + size]
-            for i, r in zip(idx, compute([configs[i] for i in idx]), strict=True):
-                self.put(name, configs[i], r)
+            seconds, got = timed(compute, [configs[i] for i in idx])
+            for i, r in zip(idx, got, strict=True):
+                self.put(name, configs[i], r, seconds / len(idx))
                 results[i] = self.get(name, configs[i])  # what a resumed run would see
         return results  # type: ignore[return-value]
 
@@ -99,8 +156,16 @@ def compute_chunk(directory: Path, code: str, name: str,
     cache = Cache(directory, code)
     todo = [c for c in configs if not cache.path(name, c).exists()]
     if todo:
-        for c, r in zip(todo, compute(todo), strict=True):
-            cache.put(name, c, r)
+        seconds, got = timed(compute, todo)
+        for c, r in zip(todo, got, strict=True):
+            cache.put(name, c, r, seconds / len(todo))
+
+
+def timed(compute: Callable[[list[dict]], list[Result]], configs: list[dict]) -> tuple[float, list[Result]]:
+    """``compute(configs)`` and the wall-clock seconds it took."""
+    start = time.perf_counter()
+    results = compute(configs)
+    return time.perf_counter() - start, results
 
 
 def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
@@ -113,3 +178,41 @@ def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
                         force_zip64=True) as f:
                 np.lib.format.write_array(f, a, allow_pickle=False)
     return buf.getvalue()
+
+
+@dataclass
+class SweepProgress:
+    """How far one planned sweep of a cache is (:func:`progress`)."""
+    name: str
+    current: bool  # planned by the code version the cache is read with (else never used)
+    done: int
+    total: int
+    seconds: float  # measured compute time of the finished entries
+    timed: int  # finished entries whose sidecar records their time
+    size: int  # bytes of the finished entries and their sidecars
+
+    @property
+    def per_piece(self) -> float | None:
+        return self.seconds / self.timed if self.timed else None
+
+    @property
+    def left(self) -> float | None:
+        """Seconds left, estimated from the finished entries' mean time."""
+        return None if self.per_piece is None else self.per_piece * (self.total - self.done)
+
+
+def progress(directory: Path, code: str) -> list[SweepProgress]:
+    """Every sweep planned in the cache at ``directory`` (:meth:`Cache.plan`): its finished
+    entries, their measured cost and whether the plan is of code version ``code``."""
+    out = []
+    for plan_file in sorted((Path(directory) / "plans").glob("*.json")):
+        plan = json.loads(plan_file.read_text())
+        done = [directory / f for f in plan["entries"] if (directory / f).exists()]
+        sides = [json.loads(f.with_suffix(".json").read_text()) for f in done
+                 if f.with_suffix(".json").exists()]
+        times = [s["seconds"] for s in sides if s.get("seconds") is not None]
+        size = sum(f.stat().st_size + f.with_suffix(".json").stat().st_size for f in done
+                   if f.with_suffix(".json").exists())
+        out.append(SweepProgress(plan["name"], plan["code_version"] == code, len(done),
+                                 len(plan["entries"]), sum(times), len(times), size))
+    return out

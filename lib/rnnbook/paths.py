@@ -26,6 +26,9 @@ def default_results_dir(profile: str) -> Path:
 # Modules that only present results (pages, tables, figures, the command line): no cached value
 # is computed by them, so the results version leaves them out, as it does each chapter's ``plots.py``.
 PRESENTATION = ("__main__.py", "bench.py", "display.py", "execute.py", "figures.py", "report.py")
+# Modules that store, dispatch or locate results but compute none: a fix to them keeps finished
+# pieces of a full run (an entry they cannot read is refused, :class:`rnnbook.cache.PieceError`).
+INFRASTRUCTURE = ("cache.py", "engine.py", "paths.py")
 PLOTS = "plots"  # a chapter package's figures (``<chapter>/plots.py``, ``plots_*.py``): presentation only
 REPORT = "report"  # a chapter package's findings and summary (``<chapter>/report.py``): the same
 # The chapters whose packages a chapter computes with besides its own (the synthesis chapter imports
@@ -58,10 +61,12 @@ def presentation_only(path: Path) -> bool:
 def version_files(chapter: str | None = None, results: bool = False) -> list[Path]:
     """The library files a version hashes: all of them, or, for ``chapter``, all but the packages of
     the chapters it does not use (``lib/rnnbook/<other chapter>/``, :data:`USES`); with ``results``,
-    also without the presentation modules (:func:`presentation_only`)."""
+    also without the presentation modules (:func:`presentation_only`) and :data:`INFRASTRUCTURE`."""
     others = set(chapters()) - {chapter} - set(USES.get(chapter, ())) if chapter else set()
     return sorted(p for p in LIB_DIR.rglob("*.py") if ".ipynb_checkpoints" not in p.parts
-                  and chapter_of(p) not in others and not (results and presentation_only(p)))
+                  and chapter_of(p) not in others
+                  and not (results and (presentation_only(p) or p.name in INFRASTRUCTURE
+                                        and p.parent == LIB_DIR)))
 
 
 def _hash(files: list[Path]) -> str:
