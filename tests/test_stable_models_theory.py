@@ -60,6 +60,20 @@ def test_a1_table_and_diverging_lengths_agree():
             theory.diverging_lengths(S, row["a0"])
     assert theory.diverging_lengths(S, -0.5) == [] and theory.diverging_lengths(S, -1.1) == [10, 20, 50]
 
+def test_a1_control_separates_stable_from_unstable_starts():
+    """C2's control: steps 1/i make stable starts diverge too; at c* (the largest scale with no
+    stable start diverging) the unstable starts away from -1 diverge, -1.01 at no T."""
+    S = theory.theory_settings("quick")
+    ctrl = theory.a1_control(S)
+    assert ctrl["c_star"] == 0.002 and ctrl["stable diverged at 1/i"] > 0
+    assert all(ctrl["at c*/i"][f"{a:g}"] == [] for a in S.c2_stable)
+    assert ctrl["at c*/i"]["2"] == ctrl["at c*/i"]["-2"] == list(S.c2_T)
+    assert ctrl["at c*/i"]["-1.01"] == [] and ctrl["unstable diverged at c*/i"] < ctrl["unstable pairs"]
+    rows = theory.a1_control_table(S, ctrl)
+    assert [r["start"] for r in rows].count("stable") == len(S.c2_stable)
+    assert "T = none" in theory.c2_ours(S, ctrl)
+
+
 # ----------------------------------------------------------------------------- projections (C1)
 SMALL = replace(theory.theory_settings("quick"), c1_count=24, c1_n=16, c1_Z=100, c1_lstms=3)
 

@@ -76,7 +76,7 @@ def f3_gradients(run, S: Settings, td: TaskData | None, res: dict) -> dict:
 def e2_contraction(run, S: Settings, tds: dict) -> dict:
     """E2: Ŝ_r, r ∈ {1, 4, 16, 64}, for every JSB and char model, and for the fork's "stable"
     LSTM on JSB (column constraint, forget bias 10 on each bias vector)."""
-    e2 = {n: e for n, e in estimates(S).items() if n != "c8"}
+    e2 = {n: e for n, e in estimates(S).items() if e.name == "e2"}
     out = {n: estimate(run.cache, S, tds[e.task], e) for n, e in run.progress(list(e2.items()))}
     run.save_figure(plots.plot_e2(out), "E2", "Contraction estimates $\\hat S_r$ (a lower bound on "
                     "the $r$-step Lipschitz constant on reachable states) against $r$. Colour: task "

@@ -81,6 +81,8 @@ class TheorySettings:
     c2_a0: tuple[float, ...] = (-2.0, -1.5, -1.1, -1.01, 1.01, 1.1, 1.5, 2.0)
     c2_T: tuple[int, ...] = (10, 20, 50)
     c2_steps: int = 100
+    c2_stable: tuple[float, ...] = (-0.9, -0.5, 0.5, 0.9)  # C2's control: stable starts
+    c2_scales: tuple[float, ...] = (1.0, 0.5, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005, 0.002, 0.001)
     f7_T: tuple[int, ...] = (5, 10, 20, 40)
     f7_a0: tuple[float, ...] = (-1.5, -1.1, -0.5, 0.5, 1.1, 1.5)
     # C3/F8: truncation at inference
@@ -227,15 +229,16 @@ def grad_A1(a: np.ndarray, T: np.ndarray) -> np.ndarray:
     return (h_T(a, T) - 1) * dh_T(a, T)
 
 
-def gd_A1(a0: np.ndarray, T: np.ndarray, steps: int, blowup: float = 1e6) -> np.ndarray:
-    """A.1: gradient descent :math:`a_{i+1} = a_i - \\alpha_i g(a_i, T)`, :math:`\\alpha_i = 1/i`, from
-    every ``a0`` for every ``T`` (broadcast); the path (``..., steps + 1``), NaN once
-    :math:`|a| > 10^6` or non-finite (diverged)."""
+def gd_A1(a0: np.ndarray, T: np.ndarray, steps: int, blowup: float = 1e6, c: float = 1.0
+          ) -> np.ndarray:
+    """A.1: gradient descent :math:`a_{i+1} = a_i - \\alpha_i g(a_i, T)`, :math:`\\alpha_i = c/i`
+    (the paper's :math:`c = 1`), from every ``a0`` for every ``T`` (broadcast); the path
+    (``..., steps + 1``), NaN once :math:`|a| > 10^6` or non-finite (diverged)."""
     a = np.broadcast_to(np.asarray(a0, float), np.broadcast_shapes(np.shape(a0), np.shape(T))).copy()
     path = [a.copy()]
     with np.errstate(all="ignore"):
         for i in range(1, steps + 1):
-            a = a - grad_A1(a, T) / i
+            a = a - c * grad_A1(a, T) / i
             a[~(np.abs(a) <= blowup)] = np.nan
             path.append(a.copy())
     return np.stack(path, -1)
@@ -255,6 +258,50 @@ def a1_results(S: TheorySettings) -> dict:
     a = np.array([0.5, 1.1, 1.5])
     ratio = np.abs(grad_A1(a, 40)) / np.abs(grad_A1(a, 20))
     return {"divergence_step": steps, "ratio_a": a, "ratio": ratio}
+
+
+def a1_control(S: TheorySettings) -> dict:
+    """C2 with its control: for every step scale c of ``S.c2_scales`` (steps c/i), whether GD
+    diverges within ``S.c2_steps`` steps from each stable start ``S.c2_stable`` and each unstable
+    start ``S.c2_a0`` at each T of ``S.c2_T``; ``c_star``, the largest c at which no stable start
+    diverges (None: none such), and, at c = 1 and at ``c_star``, the lengths T at which each start
+    diverged."""
+    a0, T = np.array(S.c2_stable + S.c2_a0), np.array(S.c2_T)
+    div = {c: divergence_step(gd_A1(a0[:, None], T[None, :], S.c2_steps, c=c)) >= 0
+           for c in S.c2_scales}
+    stable = np.isin(a0, S.c2_stable)
+    c_star = max((c for c, d in div.items() if not d[stable].any()), default=None)
+
+    def lengths(c: float) -> dict[str, list[int]]:
+        return {f"{a:g}": [int(t) for t, d in zip(T, row) if d] for a, row in zip(a0, div[c])}
+    return {"c_star": c_star, "at 1/i": lengths(1.0),
+            "at c*/i": lengths(c_star) if c_star is not None else {},
+            "stable diverged at 1/i": int(div[1.0][stable].sum()),
+            "unstable diverged at c*/i": int(div[c_star][~stable].sum()) if c_star else 0,
+            "unstable pairs": int((~stable).sum() * len(T))}
+
+
+def a1_control_table(S: TheorySettings, ctrl: dict) -> list[dict]:
+    """Table A.2: per start of :func:`a1_control`, stable or not, and the lengths T at which GD
+    diverged with steps 1/i and with c*/i ("-": none)."""
+    def fmt(ts: list[int]) -> str:
+        return ", ".join(map(str, ts)) or "-"
+    return [{"a0": a, "start": "stable" if abs(float(a)) < 1 else "unstable",
+             "diverged at T (1/i)": fmt(ctrl["at 1/i"][a]),
+             f"diverged at T ({ctrl['c_star']:g}/i)": fmt(ctrl["at c*/i"].get(a, []))}
+            for a in sorted(ctrl["at 1/i"], key=float)]
+
+
+def c2_ours(S: TheorySettings, ctrl: dict) -> str:
+    """C2's measured outcome in words: stable pairs diverged at 1/i, unstable pairs diverged at
+    the control's c*/i, and the unstable starts that did not diverge at every T there."""
+    partial = "; ".join(f"{a}: T = {', '.join(map(str, ts)) or 'none'}"
+                        for a, ts in ctrl["at c*/i"].items()
+                        if abs(float(a)) > 1 and len(ts) < len(S.c2_T))
+    return (f"with steps 1/i {ctrl['stable diverged at 1/i']} of {len(S.c2_stable) * len(S.c2_T)} "
+            f"stable (a0, T) pairs diverge as well as the unstable ones; with the control's "
+            f"{ctrl['c_star']:g}/i, where no stable start diverges, {ctrl['unstable diverged at c*/i']} "
+            f"of {ctrl['unstable pairs']} unstable pairs diverge (diverged only at: {partial or '-'})")
 
 
 def a1_divergence(S: TheorySettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
