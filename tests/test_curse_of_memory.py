@@ -255,6 +255,16 @@ def test_slope_and_gamma_checks_can_fail(monkeypatch):
     assert not theory.gamma_check((0.5,))["passed"]
 
 
+def test_c2_control_gamma_alone_does_not_level_off():
+    """C2's control (deterministic claim, so the seed survey says nothing about it): the rule's
+    "within 1% of the limit (1+ρ)/(2(1-ρ)) at 1-λ = 1e-6" holds for γ+exp and fails for γ alone,
+    whose sensitivity is still (1-λ)^-2 times larger, and for γ+exp at ρ = 1 (no finite limit)."""
+    lim = theory.asymptotes(0.5)["gamma_exp_limit"]
+    assert abs(theory.gamma_exp_dh(1 - 1e-6, 0.5) / lim - 1) <= 0.01
+    assert theory.gamma_dh(1 - 1e-6, 0.5) / lim > 1e6
+    assert theory.gamma_exp_dh(1 - 1e-6, 1.0) > 1e5
+
+
 def test_gamma_check_is_two_sided(monkeypatch):
     assert theory.gamma_check((0.5,))["passed"]
     monkeypatch.setattr(theory, "gamma_exp_dh", lambda lam, rho: 0.0)  # a sensitivity that vanished
@@ -283,10 +293,25 @@ def test_hessian_check_can_fail():
     w, v = np.linalg.eigh(H)
     fake = {"eig_dense": w[::-1], "vec_dense": v[:, ::-1], "eig_cdiag": w[::-1], "vec_cdiag": v[:, ::-1]}
     assert not curvature.hessian_check([fake])["passed"]
-    good = curvature.hessians(curvature.small_teacher(0), 2048)
+    good = curvature.hessians(curvature.small_teacher(2), 2048)
     # the median decides: one failing teacher among three passing ones does not fail the claim
     assert curvature.hessian_check([good, good, fake])["passed"]
     assert not curvature.hessian_check([good, fake, fake])["passed"]
+
+
+def test_c6_spectra_control():
+    """C6's control: "similar spectra" (<= 1 decade) holds between the dense and c-diag Hessians of
+    one teacher, on the batch Hessian (Fig. 4's 64 x 300) as on the population one, and fails
+    between two dense Hessians whose teachers differ in memory (|λ| ≈ 0.99 against ≈ 0.5)."""
+    x = torch.randn(1, 64, 300, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    batch = curvature.hessians(curvature.small_teacher(2), 300, models.lag_moments(x)[0])
+    pop = curvature.hessians(curvature.small_teacher(2), 2048)
+    short = curvature.hessians(curvature.small_teacher(2, nu=(0.5, 0.503)), 2048)
+    assert batch["loss_dense"] < 1e-20 and np.abs(batch["eig_dense"][8] / batch["eig_dense"][9]) > 1e4
+    assert curvature.spectra_distance(batch["eig_dense"], batch["eig_cdiag"]) <= curvature.C6_SPECTRA
+    assert curvature.spectra_distance(pop["eig_dense"], pop["eig_cdiag"]) <= curvature.C6_SPECTRA
+    assert curvature.spectra_distance(pop["eig_dense"], short["eig_dense"]) > 2 * curvature.C6_SPECTRA
+    assert curvature.hessian_check([batch, batch, short])["verdict"] == "reproduced"
 
 
 def test_oscillation_and_ipr():
@@ -355,8 +380,8 @@ def test_best_lr_ignores_other_optimisers_and_f10_configs():
     made = [models.RunCfg(specs[m], 0.99, lr, 0) for m in ("LRU", "RNN") for lr in S.lrs[m]]
     made.append(models.RunCfg(specs["complex diag"], 0.99, 1e-2, 0))
     cfgs, names = experiments.f10_configs(specs, S, 0.99, [0], made)
-    # LRU: 0.1 at pi + 2 lrs x 2 small theta0; c-diag: 2 more at pi + 3 x 2; RNN: 2 x 2 at small theta0
-    assert len(cfgs) == len(set(cfgs)) == 5 + 8 + 4 and not set(cfgs) & set(made)
+    # LRU: 3.2e-3 and 0.1 at pi + 2 lrs x 2 small theta0; c-diag: 2 more at pi + 3 x 2; RNN: 2 x 2
+    assert len(cfgs) == len(set(cfgs)) == 6 + 8 + 4 and not set(cfgs) & set(made)
     assert names["LRU", math.pi] == "LRU" and names["complex diag", math.pi] == "complex diag"
     assert names["RNN", S.theta0s[-1]] == "RNN, theta0 = 0.01 pi"
 
@@ -469,10 +494,17 @@ def test_gru_theory_and_moments():
 
 
 def test_signal_claim_checks_can_fail():
-    g = {"none": np.array([1.0, 1e4]), "layer": np.array([1.0, 50.0]), "batch": np.array([1.0, 2.0])}
-    assert propagation.c7_check(g)["verdict"] == "reproduced"
-    assert propagation.c7_check({**g, "layer": np.array([1.0, 500.0])})["verdict"] == "partly"
-    assert not propagation.c7_check({**g, "layer": np.array([1.0, 5e3])})["passed"]
+    # C7 on Fig. 5C's own curves (LayerNorm: lambda spans 10^2.9, the rest 10^0.8; none: 10^15.9)
+    g = {"none": np.array([10 ** -5.5, 10 ** 10.4]), "layer": np.array([1e-7, 10 ** -4.1]),
+         "batch": np.array([1.0, 2.0])}
+    rest = {"none": np.array([1e-6, 1e6]), "layer": np.array([10 ** -6.8, 10 ** -7.6]), "batch": np.ones(2)}
+    assert propagation.c7_check(g, rest)["verdict"] == "reproduced"
+    # controls: a LayerNorm lambda-gradient spanning 1e4 is only partly kept; a growing rest fails;
+    # and without the curse (none's lambda span < 1e3) there is nothing for LayerNorm to tame
+    assert propagation.c7_check({**g, "layer": np.array([1.0, 1e4])}, rest)["verdict"] == "partly"
+    assert not propagation.c7_check(g, {**rest, "layer": np.array([1.0, 50.0])})["passed"]
+    assert not propagation.c7_check({**g, "none": np.array([1.0, 50.0])}, rest)["passed"]
+    assert not propagation.c7_check(g, rest)["kept under control"]["none"]
     taus = [1.0, 10.0, 100.0]
     act = {"c-diag": np.array([[1.0], [10], [1e3]]), "LRU": np.ones((3, 1)), "GRU": np.ones((3, 1))}
     assert propagation.c8_check(act, taus)["passed"]

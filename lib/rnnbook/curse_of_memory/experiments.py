@@ -160,7 +160,7 @@ def resolve(profile, rho, nu0_values, T, hidden_size, steps, lrs, seeds, smoke=F
                   hess_terms=4096, long_steps=10_000 if full else 3000,
                   theta0s=[math.pi, 0.1 * math.pi, 0.01 * math.pi] if not full else
                   [math.pi, 10 ** -0.5 * math.pi, 0.1 * math.pi, 10 ** -1.5 * math.pi, 0.01 * math.pi],
-                  f10_lrs=sorted(set(lrs["LRU"]) | {0.1}),
+                  f10_lrs=sorted(set(lrs["LRU"]) | {3.2e-3, 0.1}),  # brackets the LRU's best at pi
                   f10_lrs_small=sorted(set(lrs["LRU"]) | {0.1}) if full else sorted({max(lrs["LRU"]), 0.1}),
                   f10_cd_lrs=[3.2e-4, 1e-3, 3.2e-3, 1e-2] if full else [1e-3, 3.2e-3, 1e-2],
                   f6=dict(d_in=768, d=256, tokens=512, seqs=128, batch=16) if full else
@@ -304,12 +304,14 @@ def c10_check(f10: dict[str, dict[str, float]], by_lr: Sequence[dict], hi: str, 
     > 1); not reproduced otherwise. Also reported: the LRU's ratio at an equal rate, the shared one
     at which θ0 = π does best."""
     lru, cd = f10["LRU"][hi] / f10["LRU"][lo], f10["complex diag"][hi] / f10["complex diag"][lo]
+    at_pi = {r["lr"]: r[hi] for r in by_lr if r["model"] == "LRU" and hi in r}
     eq = {r["lr"]: r for r in by_lr if r["model"] == "LRU" and hi in r and lo in r}
     lr = min(eq, key=lambda x: eq[x][hi]) if eq else math.nan
     cd_ok = flat is None or cd >= 1 / flat
     verdict = "reproduced" if lru >= bound and cd_ok else "partly" if lru > 1 else "not reproduced"
     return {"L(pi)/L(pi/100), LRU": lru, "L(pi)/L(pi/100), complex diag": cd, "equal rate": lr,
             "equal-rate ratio, LRU": eq[lr][hi] / eq[lr][lo] if eq else math.nan,
+            "best rate at pi": min(at_pi, key=at_pi.get), "grid at pi": sorted(at_pi),
             "passed": lru > 1, "verdict": verdict}
 
 
@@ -324,7 +326,11 @@ def c10_numbers(f10: dict[str, dict[str, float]], c10: dict, hi: str, lo: str, b
             "c10_cd": c10["L(pi)/L(pi/100), complex diag"],
             "c10_ratio": c10["L(pi)/L(pi/100), LRU"], "c10_lr": c10["equal rate"], "c10_eq": eq,
             "c10_eq_side": "below the bound: most of the LRU's gain comes through the larger learning "
-                           "rate that small phases allow" if eq < bound else "above the bound as well"}
+                           "rate that small phases allow" if eq < bound else "above the bound as well",
+            "c10_pi_lr": c10["best rate at pi"],
+            "c10_bracket": "the smallest of its grid, so a smaller one might do better still and the "
+                           "best-rate ratio may overstate the effect" if c10["best rate at pi"] == min(
+                               c10["grid at pi"]) else "inside its grid, so bracketed from below"}
 
 
 def e1_configs(specs: dict[str, ModelSpec], S: Settings, seed: int) -> list[RunCfg]:
@@ -553,23 +559,46 @@ def quad_vs_recurrence(spec: "ModelSpec", seed: int) -> dict:
             "gradient rel. err": max(((a - b).norm() / b.norm()).item() for a, b in zip(g1, g2))}
 
 
+PROBE_MODELS = ("RNN", "complex diag", "LRU")  # F5's probe (Fig. 4) and Fig. 9's LRU
+
+
 def probe_groups(r: dict) -> dict[str, float]:
-    """C5: Adam's effective learning rate of the four parameter groups of a probe run (complex
-    pairs: geometric mean of the real and imaginary parts)."""
+    """C5, Fig. 9: Adam's effective learning rate of each parameter group of a probe run (complex
+    pairs: geometric mean of the real and imaginary parts; the LRU's ω_ν and ω_θ apart, as Fig. 9)."""
     if "eff_A" in r:
         return {g: r[f"eff_{g}"] for g in ("A", "B", "C", "D")}
-    return {"lambda": math.sqrt(r["eff_l1"] * r["eff_l2"]),
-            "B": math.sqrt(r["eff_B_re"] * r["eff_B_im"]),
-            "C": math.sqrt(r["eff_C_re"] * r["eff_C_im"]), "D": r["eff_D"]}
+    pairs = {"B": math.sqrt(r["eff_B_re"] * r["eff_B_im"]), "C": math.sqrt(r["eff_C_re"] * r["eff_C_im"]),
+             "D": r["eff_D"]}
+    if "eff_gamma" in r:
+        return {"omega_nu": r["eff_l1"], "omega_theta": r["eff_l2"], "gamma": r["eff_gamma"], **pairs}
+    return {"lambda": math.sqrt(r["eff_l1"] * r["eff_l2"]), **pairs}
 
 
 def adam_probe_summary(prows: Sequence[dict]) -> tuple[list[float], dict[str, dict[str, float]]]:
     """C5: per seed, the ratio of the complex-diagonal lambda group's effective rate to the dense
-    A's; and the median effective rate of every group per model."""
-    per_seed = {m: [probe_groups(r) for r in prows if r["model"] == m] for m in ("RNN", "complex diag")}
+    A's; and the median effective rate of every group per probe model (:data:`PROBE_MODELS`)."""
+    per_seed = {m: [probe_groups(r) for r in prows if r["model"] == m] for m in PROBE_MODELS}
     ratios = [c["lambda"] / d["A"] for c, d in zip(per_seed["complex diag"], per_seed["RNN"])]
-    eff = {m: {g: float(np.median([e[g] for e in v])) for g in v[0]} for m, v in per_seed.items()}
+    eff = {m: {g: float(np.median([e[g] for e in v])) for g in v[0]} for m, v in per_seed.items() if v}
     return ratios, eff
+
+
+PROBE_SHARE_GROUPS = {"RNN": {"A": "A"}, "complex diag": {"l1": "λ_re", "l2": "λ_im"},
+                      "LRU": {"l1": "ω_ν", "l2": "ω_θ", "gamma": "γ", "B_re": "B_re", "C_re": "C_re"}}
+
+
+def probe_shares(prows: Sequence[dict]) -> list[dict]:
+    """C5, Fig. 9: per probe model and group of :data:`PROBE_SHARE_GROUPS`, the median over seeds of
+    the share of entries within 10% of Adam's ceiling and of those at or below 0
+    (:func:`~rnnbook.curse_of_memory.models.group_shares`), and of the group's aggregate rate."""
+    out = []
+    for m, groups in PROBE_SHARE_GROUPS.items():
+        rs = [r for r in prows if r["model"] == m]
+        out += [{"model": m, "group": label, "aggregate rate": float(np.median([r[f"eff_{g}"] for r in rs])),
+                 "at the ceiling": float(np.median([r[f"ceil_{g}"] for r in rs])),
+                 "at or below 0": float(np.median([r[f"neg_{g}"] for r in rs]))}
+                for g, label in groups.items() if rs]
+    return out
 
 
 # ============================================================================ the seed survey
@@ -595,10 +624,16 @@ def survey_ranges(survey: dict[str, dict]) -> dict[str, str]:
             "c4_g": ", ".join(f"{v['C4']['g (median)']:.2f}" for v in runs.values())}
 
 
+def _num(x: float | None, fmt: str) -> str:
+    """A survey value formatted, or "–" where the survey predates it."""
+    return "–" if x is None else f"{x:{fmt}}"
+
+
 def survey_margins(path: Path) -> Table | str:
     """The values of the committed seed survey (:func:`rnnbook.claims.survey`) that the quick checks
     compare with their thresholds (in the column heads), one row per run: C3's three, C4's median g,
-    C5's median ratio, C6's medians, C10's LRU ratio, C11's largest rise and L(1)/L(d_h/2), C9's worst bin."""
+    C5's median ratio, C6's medians and share, C7's LayerNorm spans, C10's LRU ratio, C11's largest
+    rise and L(1)/L(d_h/2), C9's worst bin."""
     if not path.exists():
         return f"No seed survey of this chapter is committed ({path.name})."
     rows = []
@@ -610,7 +645,12 @@ def survey_margins(path: Path) -> Table | str:
                 f"{c3['RNN(max)/RNN(min)']:.2g} | {c3['RNN/LRU at max nu0']:.2g} | {c3['LRU at max nu0']:.2g}",
             "C4 g (≥ 0.7)": f"{v['C4']['g (median)']:.2f}",
             "C5 ratio (≥ 10)": f"{v['C5']['median ratio']:.3g}",
-            "C6 gap (≥ 1e4) | IPR (≥ 1.3)": f"{v['C6']['median eig9/eig10']:.2g} | {v['C6']['median IPR ratio']:.2f}",
+            "C6 gap (≥ 1e4) | spectra (≤ 1) | IPR > 1 (≥ 2/3)":
+                f"{v['C6']['median eig9/eig10']:.2g} | {_num(v['C6'].get('median spectra distance (decades)'), '.2f')}"
+                f" | {_num(v['C6'].get('share of IPR ratios > 1'), '.2f')}",
+            "C7 LayerNorm rest (≤ 10) | λ (≤ 10^3.5)":
+                f"{_num(v['C7'].get('all but lambda, max/min over tau', {}).get('layer'), '.2g')}"
+                f" | {v['C7']['max/min over tau']['layer']:.3g}",
             "C10 LRU (≥ 3)": f"{v['C10']['L(pi)/L(pi/100), LRU']:.3g}",
             "C11 rise (≤ 2) | L1/L32 (≥ 1e2)": f"{c11['largest rise']:.2f} | {c11['L(1)/L(max heads)']:.2g}",
             "C9 worst bin (≤ 1.5)": f"{v['C9']['worst ratio']:.2f}"})

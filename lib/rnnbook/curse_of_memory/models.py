@@ -310,6 +310,16 @@ def group_lr_batched(m: torch.Tensor, v: torch.Tensor, k: int, lr: torch.Tensor)
     return 10 ** torch.log10(eff.clamp(min=0) + 1e-8).reshape(len(eff), -1).mean(1)
 
 
+def group_shares(m: torch.Tensor, v: torch.Tensor, k: int, lr: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """F5/Fig. 9 per run: the shares of a group's entries (R, ...) whose :func:`adam_effective_lr` lies
+    within 10% of Adam's ceiling (its value at m = v = 0, about :math:`3.16\eta`) and at or below 0
+    (momentum against the probe: the entries the authors' log-scale scatter leaves out)."""
+    shape = (-1, *[1] * (m.dim() - 1))
+    eff = adam_effective_lr(m, v, k, lr.reshape(shape)).reshape(len(m), -1)
+    ceiling = adam_effective_lr(torch.zeros(()), torch.zeros(()), k, lr).reshape(-1, 1)
+    return (eff >= 0.9 * ceiling).double().mean(1), (eff <= 0).double().mean(1)
+
+
 def _structure(spec: ModelSpec) -> ModelSpec:
     """The part of a spec that :func:`kernel` reads: runs whose specs differ only in name or θ0 (an
     initialisation setting) train in one stacked group."""
@@ -350,7 +360,8 @@ def train(cfgs: Sequence[RunCfg], T: int, steps: int, batch: int, tail: int = 10
     of the last ``tail`` steps; inf if it diverged), thinned loss curves and Adam's effective lr per
     parameter group (K6, the authors' aggregate: ``eff_<name>`` at the end; ``effhist_<name>``, per
     unit learning rate, :math:`\\eta_{eff}/\\eta`, at ``probes`` evenly spaced steps
-    ``probe_steps``; NaN where a group does not exist or the run is SGD)."""
+    ``probe_steps``; ``ceil_<name>`` and ``neg_<name>``, :func:`group_shares` at the end; NaN where a
+    group does not exist or the run is SGD)."""
     dev = torch.device(device)
     groups: dict[ModelSpec, list[int]] = {}
     for i, c in enumerate(cfgs):
@@ -404,6 +415,7 @@ def train(cfgs: Sequence[RunCfg], T: int, steps: int, batch: int, tail: int = 10
         losses[:, k - 1] = loss.detach()
     eff = {n: np.full((R, 1), np.nan) for n in names}
     _group_rates(eff, 0, st["theta"], layout, offsets, steps, lr0)
+    shares = _group_shares(st["theta"], layout, offsets, steps, lr0, names)
     is_sgd = sgd.cpu().numpy()
     losses = losses.cpu().double().numpy()
     final = losses[:, -tail:].mean(1)
@@ -413,6 +425,9 @@ def train(cfgs: Sequence[RunCfg], T: int, steps: int, batch: int, tail: int = 10
     for n in names:
         eff[n][is_sgd], hist[n][is_sgd] = np.nan, np.nan
         out[f"eff_{n}"], out[f"effhist_{n}"] = eff[n][inv, 0], hist[n][inv]
+        for q in ("ceil", "neg"):
+            shares[q][n][is_sgd] = np.nan
+            out[f"{q}_{n}"] = shares[q][n][inv]
     return out
 
 
@@ -425,6 +440,21 @@ def _group_rates(out: dict[str, np.ndarray], j: int, state: tuple[torch.Tensor, 
     for g, n, _ in layout:
         sl = offsets[g]
         out[n][sl, j] = group_lr_batched(m[g][n], v[g][n], k, lr[sl]).cpu().numpy()
+
+
+def _group_shares(state: tuple[torch.Tensor, torch.Tensor], layout: list[tuple[ModelSpec, str, torch.Size]],
+                  offsets: dict[ModelSpec, slice], k: int, lr: torch.Tensor, names: Sequence[str]
+                  ) -> dict[str, dict[str, np.ndarray]]:
+    """F5/Fig. 9: each run's :func:`group_shares` of every parameter group, from the flat Adam state:
+    ``{"ceil": {name: (R,)}, "neg": {name: (R,)}}`` (NaN where a run has no such group)."""
+    m, v = (_unflatten(s, layout) for s in state)
+    R = len(lr)
+    out = {q: {n: np.full(R, np.nan) for n in names} for q in ("ceil", "neg")}
+    for g, n, _ in layout:
+        sl = offsets[g]
+        c, z = group_shares(m[g][n], v[g][n], k, lr[sl])
+        out["ceil"][n][sl], out["neg"][n][sl] = c.cpu().numpy(), z.cpu().numpy()
+    return out
 
 
 def _thin(losses: np.ndarray, points: int = 200) -> np.ndarray:
@@ -452,7 +482,7 @@ def sweep(cache, name: str, cfgs: Sequence[RunCfg], S: Settings, device, progres
                "momentum": c.momentum, "final": float(res["final"][j]), "curve": res["curve"][j],
                "probe_steps": res["probe_steps"]}
         for k, v in res.items():
-            if k.startswith("eff_") and np.isfinite(v[j]):
+            if k.startswith(("eff_", "ceil_", "neg_")) and np.isfinite(v[j]):
                 row[k] = float(v[j])
             if k.startswith("effhist_") and np.any(np.isfinite(v[j])):
                 row[k] = v[j]

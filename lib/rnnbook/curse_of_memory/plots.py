@@ -117,8 +117,9 @@ def plot_bars(labels, values, ylabel: str, log: bool = True, xlabel: str | None 
     return fig
 
 
-def plot_f5(h: dict, eff: dict[str, dict[str, float]]) -> "plt.Figure":
-    """F5: Hessians at the optimum (SymLog colours), their spectra, and Adam's effective lr per group."""
+def plot_f5(h: dict, eff: dict[str, dict[str, float]], ceiling: float) -> "plt.Figure":
+    """F5 (Fig. 4) and Fig. 9's LRU: Hessians at the optimum (SymLog colours), their spectra, and
+    Adam's effective lr per model and group against its ``ceiling``."""
     import matplotlib.pyplot as plt
     from matplotlib.colors import SymLogNorm
     fig, axs = plt.subplots(2, 2, figsize=(9.4, 8.6))
@@ -142,18 +143,22 @@ def plot_f5(h: dict, eff: dict[str, dict[str, float]]) -> "plt.Figure":
     axs[2].set_ylabel("|eigenvalue|")
     axs[2].set_title("spectra (dotted: 2n+1 = 9)")
     axs[2].legend()
-    labels, vals, cols = [], [], []
+    names = {"lambda": r"$\lambda$", "omega_nu": r"$\omega_\nu$", "omega_theta": r"$\omega_\theta$",
+             "gamma": r"$\omega_\gamma$"}
+    labels, vals, cols, first = [], [], [], []
     for i, (model, groups) in enumerate(eff.items()):
+        first.append(len(vals))
         for g, v in groups.items():
-            labels.append(r"$\lambda$" if g == "lambda" else g)
+            labels.append(names.get(g, g))
             vals.append(v)
             cols.append(f"C{i}")
     bars = axs[3].bar(range(len(vals)), vals, color=cols)
-    axs[3].set_xticks(range(len(vals)), labels)
+    axs[3].axhline(ceiling, color="0.6", ls=":", label="Adam's ceiling")
+    axs[3].set_xticks(range(len(vals)), labels, fontsize=8)
     axs[3].set_yscale("log")
     axs[3].set_ylabel("Adam effective lr")
-    axs[3].legend([bars[0], bars[-1]], list(eff), loc="upper left")
-    axs[3].set_title(r"effective lr, $\eta=10^{-3}$")
+    axs[3].legend([bars[j] for j in first], list(eff), loc="lower right")
+    axs[3].set_title(r"effective lr, $\eta=10^{-3}$ (dotted: Adam's ceiling)")
     return fig
 
 
@@ -243,11 +248,11 @@ def plot_e2(T_values=(10, 100, 1000)) -> "plt.Figure":
 
 
 def plot_f6(taus, act: dict[str, np.ndarray], g2: dict[str, dict[str, np.ndarray]],
-            g2_norm: dict[str, np.ndarray]) -> "plt.Figure":
+            g2_norm: dict[str, np.ndarray], g2_norm_rest: dict[str, np.ndarray]) -> "plt.Figure":
     """F6 (Fig. 5): (A) mean squared output of blocks 1 and 4 against τ per model; (B) second
     moment of the gradients per model and parameter group (c-diag λ, LRU ω_ν and ω_θ, the GRU's
-    recurrent layer, and all others; no normalisation); (C) c-diag λ-gradient second moment per
-    normalisation."""
+    recurrent layer, and all others; no normalisation); (C) c-diag gradient second moment of λ (solid)
+    and of all other parameters (dashed, the notebook's "all but lambda") per normalisation."""
     import matplotlib.pyplot as plt
     fig, ax = plt.subplot_mosaic([["A", "B"], ["C", "C"]], figsize=(9.4, 8.8))
     axs = [ax["A"], ax["B"], ax["C"]]
@@ -266,8 +271,9 @@ def plot_f6(taus, act: dict[str, np.ndarray], g2: dict[str, dict[str, np.ndarray
     axs[1].set_ylabel("gradient second moment")
     axs[1].set_title("(B) backward, no normalisation")
     for i, (n, g) in enumerate(g2_norm.items()):
-        axs[2].loglog(taus, g, "o-", color=f"C{i + 3}", label=n)
-    axs[2].set_ylabel(r"c-diag $\lambda$-gradient second moment")
+        axs[2].loglog(taus, g, "o-", color=f"C{i + 3}", label=f"{n}, $\\lambda$")
+        axs[2].loglog(taus, g2_norm_rest[n], "s--", color=f"C{i + 3}", alpha=0.6, label=f"{n}, all but $\\lambda$")
+    axs[2].set_ylabel("c-diag gradient second moment")
     axs[2].set_title("(C) normalisation")
     for ax in axs:
         ax.set_xlabel(r"characteristic time $\tau$")

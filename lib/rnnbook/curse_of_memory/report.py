@@ -55,8 +55,9 @@ FINDINGS = [
     Finding("Fig. 5C", "with LayerNorm the λ-gradient runs from about 1e-7 to 1e-4, a span of about "
             "10^2.9 (±0.2 decade), the rest flat; without normalisation up to about 10^10.4",
             "F6, C7", "same",
-            "LayerNorm span 614 at seed 0 (471 to 682 over the survey); C7's 'partly' comes from our "
-            "1e2 line, set on a misreading of the panel; F6C omits the 'all but λ' curves"),
+            "LayerNorm λ span 471 to 682 and 'all but λ' span 2.7 to 4.1 over seeds 0–4 (the paper's "
+            "about 800 and 6); F6C draws both curves, as the notebook does; C7 regraded on them "
+            "(5 December 2026), where a 1e2 line set on a misreading had marked it down"),
     Finding("Fig. 6", "exp keeps the ω_ν-curvature bounded while the ω_θ-curvature grows; polar "
             "both grow; opt both bounded (slices at θ* = 0 and π/100)", "F7", "shape only",
             "our curvatures at the optimum agree; our slices sit at θ* = π/4, this book's extension"),
