@@ -214,12 +214,16 @@ def ntk(Wx: torch.Tensor, Wh: torch.Tensor, Wy: torch.Tensor, X: torch.Tensor) -
     return K.reshape(C, P * Ny, P * Ny)
 
 
-def ntk_check(ntk: dict, gate: float = 1e-3, d_gain: float = 0.2) -> dict:
-    """C7: over converged cells (loss ratio <= ``gate``) with σ <= 0.2, the mean D at T = 4 minus
-    that at T = 1 (>= ``d_gain``: 0.2 quick, 0.3 full), and for T >= 2 the median over T of
-    Spearman(D, σ) over every converged σ (<= -0.6); for the unaligned init (judged) and the aligned
-    one (reported). Also the largest standard deviation of D over seeds among those cells (nan with
-    one seed), the scale against which ``d_gain`` is read."""
+def ntk_check(ntk: dict, gate: float = 1e-3, d_gain: float = 0.2, gap: float = 0.05) -> dict:
+    """C7: over converged cells (loss ratio <= ``gate``, mean over seeds) with σ <= 0.2, the mean D at
+    T = 4 minus that at T = 1 (>= ``d_gain``: 0.2 quick, 0.3 full); and the magnitude of the fall with
+    σ where D is not saturated, at T = 2: the mean D over σ <= 0.12 minus that over σ >= 0.39
+    (>= ``gap``); for the unaligned init and the aligned one. Reported beside: the median over T >= 2
+    of Spearman(D, σ) over every converged σ (judged until 5 December 2026), the range of converged D
+    (Fig. 5's colour bar runs 0-0.8), the smallest rise over T = 1, and the largest standard deviation
+    of D over seeds among σ <= 0.2 (nan with one seed), the scale against which ``d_gain`` is read.
+    Reproduced: the unaligned rise and both gaps hold; passed unless some T > 1 moves the kernel less
+    than T = 1 (the spec's FAIL rule) for the unaligned init."""
     out = {}
     Ts, sig = list(ntk["T"]), ntk["sigma"]
     for init, name in ((1, "unaligned"), (0, "aligned")):
@@ -238,10 +242,14 @@ def ntk_check(ntk: dict, gate: float = 1e-3, d_gain: float = 0.2) -> dict:
         per_seed = ntk["D"][:, init][:, small]  # (T, σ <= 0.2, seed)
         sd = (np.nanmax(np.where(np.isfinite(D[:, small]), per_seed.std(-1, ddof=1), np.nan))
               if per_seed.shape[-1] > 1 and np.isfinite(D[:, small]).any() else math.nan)
-        out[name] = {"D(4)-D(1)": gain, "min D(T>1)-D(1)": min_gain, "median Spearman(D, sigma)": rho,
+        D2 = D[Ts.index(2)]
+        sig_gap = float(np.nanmean(D2[sig <= 0.12]) - np.nanmean(D2[(sig >= 0.39) & (sig <= 0.5)]))
+        fig5 = D[:, sig <= 0.5]
+        out[name] = {"D(4)-D(1)": gain, "min D(T>1)-D(1)": min_gain, "D gap sigma T=2": sig_gap,
+                     "median Spearman(D, sigma)": rho, "D range": [float(np.nanmin(fig5)), float(np.nanmax(fig5))],
                      "converged (sigma<=0.2)": conv, "max sd of D over seeds": float(sd)}
-    u = out["unaligned"]
-    out["reproduced"] = bool(u["D(4)-D(1)"] >= d_gain and u["median Spearman(D, sigma)"] <= -0.6)
+    u, a = out["unaligned"], out["aligned"]
+    out["reproduced"] = bool(u["D(4)-D(1)"] >= d_gain and u["D gap sigma T=2"] >= gap and a["D gap sigma T=2"] >= gap)
     out["passed"] = bool(u["min D(T>1)-D(1)"] > 0)  # the spec's FAIL rule: D(T>1) <= D(1)
     out["inconclusive"] = u["converged (sigma<=0.2)"] < 0.5
     return out
@@ -318,28 +326,30 @@ def train_sensory(rules: Sequence[str], T: int, seeds: Sequence[int], N_h: int =
                   baseline: float = 0.0, device: str | torch.device = "cpu") -> dict[str, np.ndarray]:
     r"""F7 / F8 / C8 / C9: unaligned RNNs (:math:`\mathcal N(0,\sigma^2/N_\text{in})`, σ =
     ``init_scale``) trained on the sensory task by plain full-batch GD (the paper's optimiser) on the
-    half MSE of :func:`loss_grads`, all (rule, seed) as one batch, in torch on ``device`` (inputs and
-    initial weights drawn on the CPU); ``lr`` may be a dict per rule.
-    Inputs are centred (``baseline`` 0, our choice, see the chapter). Records, ``n_rec`` times,
+    half MSE of :func:`loss_grads`, all (rule, rate, seed) as one batch, in torch on ``device`` (inputs and
+    initial weights drawn on the CPU, the same at every rate); ``lr`` may be a dict per rule, whose
+    values may be sequences of rates (C9's sweep). ``baseline`` 0 centres the inputs (our choice,
+    see the chapter); 0.5 is NeuroGym's. Records, ``n_rec`` times,
     the singular values of :math:`W_h` and :math:`W_yW_x`, :math:`\lVert\partial L/\partial h_{T+1}\rVert`,
     :math:`\lVert\partial L/\partial W_h\rVert`, App. L's :math:`dH_T/dt_\theta` (the change of the
     final hidden states per unit of training time, :math:`\frac1P\sum_p\lVert h_{p,T+1}(n)-h_{p,T+1}(n-1)
     \rVert/\eta`) and the relative MSE at each length of ``T_track`` (Fig. 6's loss over training at
     T = 50, 75, 100); then the relative MSE at each T_test. Returns NumPy arrays."""
-    Xs, Ys, W0, lrs = [], [], [], []
+    Xs, Ys, W0, lrs, rules_r = [], [], [], [], []
     for rule in rules:
-        for seed in seeds:
-            rng = np.random.default_rng([seed, T])
-            X = sensory_inputs(P, T, rng, baseline)
-            Xs.append(X), Ys.append(sensory_targets(X, rule))
-            W0.append([rng.normal(0, init_scale / math.sqrt(n_in), (n_out, n_in))
-                       for n_out, n_in in ((N_h, 4), (N_h, N_h), (4, N_h))])
-            lrs.append(lr[rule] if isinstance(lr, dict) else lr)
+        for rate in np.atleast_1d(lr[rule] if isinstance(lr, dict) else lr):
+            for seed in seeds:  # the same inputs and initial weights at every rate
+                rng = np.random.default_rng([seed, T])
+                X = sensory_inputs(P, T, rng, baseline)
+                Xs.append(X), Ys.append(sensory_targets(X, rule))
+                W0.append([rng.normal(0, init_scale / math.sqrt(n_in), (n_out, n_in))
+                           for n_out, n_in in ((N_h, 4), (N_h, N_h), (4, N_h))])
+                lrs.append(float(rate)), rules_r.append(rule)
     X, Y = np.array(Xs), np.array(Ys)
     Xc, Yc = columns(*(torch.from_numpy(a).to(device) for a in (X, Y)))
     Wx, Wh, Wy = (torch.from_numpy(np.array(w)).to(device) for w in zip(*W0))
     eta = torch.tensor(lrs, dtype=DTYPE, device=device)[:, None, None]
-    rules_r = np.repeat(rules, len(seeds))
+    rules_r = np.array(rules_r)
     track = [_test_set(Tt, P_test, baseline, rules_r, device) for Tt in T_track]
     every = max(steps // n_rec, 1)
     rec = {k: [] for k in ("step", "sv_h", "sv_yx", "grad_h", "grad_Wh", "dH_dt", "loss", "rel_mse_track")}
@@ -465,6 +475,56 @@ def sensory_check(sens: dict, mean_2T: float = 0.5) -> dict:
         ok = ok and good
     out["passed"] = bool(ok)
     return out
+
+
+RUN_AXIS = {"sv_h": 1, "sv_yx": 1, "grad_h": 1, "grad_Wh": 1, "dH_dt": 1, "loss": 1, "rel_mse_track": 2,
+            "rel_mse": 0, "rule": 0, "Wh": 0, "Wx": 0, "Wy": 0, "X": 0, "Y": 0, "lr": 0}  # runs' axis per key
+
+
+def runs_at(sens: dict, keep: np.ndarray) -> dict:
+    """F8: the runs of :func:`train_sensory` selected by the boolean ``keep`` (e.g. one rate of C9's
+    sweep), every other entry unchanged."""
+    return {k: np.compress(keep, v, axis=RUN_AXIS[k]) if k in RUN_AXIS and v.ndim > RUN_AXIS[k] else v
+            for k, v in sens.items()}  # rel_mse_track has no runs' axis when nothing was tracked
+
+
+def rate_sweep_check(sens: dict, tail: int = 20, ratio_min: float = 1.5, lam: np.ndarray | None = None) -> dict:
+    """C9 (App. L) without our rate: the late and early networks of :func:`train_sensory` at every rate
+    of a sweep (the same seeds and inputs at each). The rate-free measure is the sharpness ratio
+    :math:`\\lambda_\\max(\\text{early})/\\lambda_\\max(\\text{late})` (:func:`sharpness`) of the minima GD
+    reaches at the sweep's smallest rate, per seed (median judged, >= ``ratio_min``). Per rate,
+    :func:`stability_check`, and whether each network converged (dH_T/dt <= 1e-3). The window: a rate
+    where :func:`stability_check` reproduces (the late network converges, the early one's dH_T/dt is
+    ten times larger) and the early one has not converged (between 2/λ_early and 2/λ_late).
+    Reproduced if the ratio holds, the window exists and no rate reverses it (early converged, late
+    not); "not reproduced" (not passed) if the ratio is <= 1 or a rate reverses it; else partly. The
+    control: at the smallest rate the early network converges too. ``lam``: the sharpness per run, if
+    already known."""
+    lam = sharpness(sens) if lam is None else lam
+    rates = np.unique(sens["lr"])
+    rows, per_rate = [], {}
+    for rate in rates:
+        at = sens["lr"] == rate
+        c = stability_check(runs_at(sens, at), tail, lam[at])
+        per_rate[float(rate)] = c
+        rows.append({"rate": float(rate), "2/rate": float(2 / rate), "late dH/dt": c["late"]["dH/dt"],
+                     "early dH/dt": c["early"]["dH/dt"], "late sharpness": c["late"]["sharpness"],
+                     "early sharpness": c["early"]["sharpness"],
+                     "late converged": bool(c["late"]["dH/dt"] <= 1e-3),
+                     "early converged": bool(c["early"]["dH/dt"] <= 1e-3)})
+    low = sens["lr"] == rates[0]
+    lam_of = lambda rule: lam[low & (sens["rule"] == rule)]  # noqa: E731 (seeds in the same order)
+    ratio = lam_of("early") / lam_of("late")
+    med = float(np.median(np.nan_to_num(ratio, nan=np.inf)))
+    window = any(c["verdict"] == "reproduced" and not row["early converged"]
+                 for c, row in zip(per_rate.values(), rows))
+    reverse = any(row["early converged"] and not row["late converged"] for row in rows)
+    verdict = ("not reproduced" if med <= 1 or reverse else
+               "reproduced" if med >= ratio_min and window else "partly")
+    return {"sharpness ratio early/late (smallest rate)": med, "ratio per seed": [float(r) for r in ratio],
+            "window": window, "reversed": reverse,
+            "early converges at the smallest rate": rows[0]["early converged"],
+            "table": rows, "per rate": per_rate, "verdict": verdict, "passed": verdict != "not reproduced"}
 
 
 def stability_check(sens: dict, tail: int = 20, lam: np.ndarray | None = None) -> dict:

@@ -338,11 +338,15 @@ def plot_f7(sens: dict):
     return fig
 
 
-def plot_f8(stab: dict):
-    """F8 (Fig. A8): singular values of W_h over training, and App. L's :math:`dH_T/dt_\\theta` with the
-    reported :math:`\\lVert\\partial L/\\partial h_{T+1}\\rVert`, late vs early importance (first seed)."""
+def plot_f8(stab: dict, sweep: dict):
+    """F8 (Fig. A8): at our rate, singular values of W_h over training and App. L's
+    :math:`dH_T/dt_\\theta` with the reported :math:`\\lVert\\partial L/\\partial h_{T+1}\\rVert`, late vs
+    early importance (first seed); and C9's rate sweep (:func:`~rnnbook.learning_dynamics.networks.rate_sweep_check`):
+    the final dH_T/dt against the rate, with 2/λ_max of each minimum reached at the smallest rate."""
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+    rows = sweep["table"]
+    rate = [r["rate"] for r in rows]
     for rule, col in (("late", "C0"), ("early", "C3")):
         r = int(np.nonzero(stab["rule"] == rule)[0][0])
         axes[0].plot(stab["step"], stab["sv_h"][:, r], color=col)
@@ -350,10 +354,40 @@ def plot_f8(stab: dict):
         axes[1].plot(stab["step"], stab["dH_dt"][:, r], color=col, label=f"{rule}: $dH_T/dt_\\theta$")
         axes[1].plot(stab["step"], stab["grad_h"][:, r], ":", color=col,
                      label=f"{rule}: $\\Vert\\partial L/\\partial h_{{T+1}}\\Vert$")
+        d = np.array([row[f"{rule} dH/dt"] for row in rows])
+        axes[2].plot(rate, np.where(np.isfinite(d), np.maximum(d, 1e-20), 1e3), "o-", color=col, label=rule)
+        axes[2].axvline(2 / rows[0][f"{rule} sharpness"], color=col, ls=":", lw=1.2)
+    axes[2].axvline(float(stab["lr"][0]), color="0.6", lw=3, alpha=0.4)
+    axes[2].axhline(1e-3, color="k", ls="--", lw=0.8)
     axes[0].set(xlabel="GD step", ylabel="singular values of $W_h$")
     axes[0].legend()
     axes[1].set(yscale="log", xlabel="GD step", ylabel="norm")
     axes[1].legend()
-    for ax in axes:
+    axes[2].set(xscale="log", yscale="log", xlabel="GD rate", ylabel="final $dH_T/dt_\\theta$ (1e3: diverged)")
+    axes[2].legend()
+    for ax in axes[:2]:
         ax.xaxis.set_major_locator(MaxNLocator(5))
+    return fig
+
+
+def plot_f11(f11: dict):
+    """F11 (Fig. 2): left, ac against the GD step for each δ with b frozen at 1 (GD solid, eq. 47
+    dashed); right, b for f = 1, 0.7^(T-t), 0.7^t with ac frozen at K5's value (GD solid, Taylor
+    dashed) and at δ = 1 (dotted)."""
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+    for r, d in enumerate(f11["delta"]):
+        axes[0].plot(f11["step"], f11["u_gd"][r], color=f"C{r}", label=f"$\\delta = {d:g}$")
+        axes[0].plot(f11["step"], f11["u_theory"][r], "--", color="k", lw=1, label="theory" if r == 0 else None)
+    labels = ["$f = 1$", "$f = 0.7^{T-t}$", "$f = 0.7^t$"]
+    for r, lab in enumerate(labels):
+        axes[1].plot(f11["step"], f11["b_gd_k5"][r], color=f"C{r}", label=lab)
+        axes[1].plot(f11["step"], f11["b_theory_k5"][r], "--", color="k", lw=1, label="theory" if r == 0 else None)
+        axes[1].plot(f11["step"], f11["b_gd_delta"][r], ":", color=f"C{r}", label=f"{lab}, $ac = 1$")
+    T = int(f11["T"])
+    axes[0].set(xlabel="GD step", ylabel="$ac$", title=f"$ac$, $b$ frozen at 1, T = {T}")
+    axes[1].set(xlabel="GD step", ylabel="$b$", title=f"$b$, $ac$ frozen, T = {T}")
+    for ax in axes:
+        ax.set_xscale("symlog", linthresh=100)
+        ax.legend(fontsize=8)
     return fig

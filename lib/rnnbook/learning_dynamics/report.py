@@ -11,8 +11,9 @@ from rnnbook.report import Finding, Summary
 FINDINGS = [
     Finding("Fig. 2 (§3.2)", "theory (eq. 47; Taylor) against GD over about 40k steps: ac for several δ "
             "with b frozen, and b for f = 1, 0.7^(T-t), 0.7^t with ac frozen; a curve that converges smaller "
-            "but is learned faster at first", "", "not run",
-            "we run Fig. A1's pair instead; our decoupled runs with ac frozen were close to equal speed"),
+            "but is learned faster at first", "F11, C13", "shape only",
+            "at T = 5 (ours): larger δ faster; 0.7^(T-t) ends below 0.7^t but takes the larger first step, set by "
+            "s_(T-1), not s_T as the text says; fractions of the own target show no such order (F1)"),
     Finding("Fig. A1 (App. E)", "(δ, λ) = (1.1, 0.5), late importance, learned before (0.5, 1.1); T = 7 "
             "inferred from its ticks, about 500 steps", "F1, C1", "shape only",
             "the same order in joint GD at T = 7 (5 and 10 in full); step counts not comparable (rate unknown)"),
@@ -26,11 +27,12 @@ FINDINGS = [
             "exponential, exponential); b* > 1 for early importance", "F2, C3", "same",
             "GD lands on the closed forms to about 1e-14"),
     Finding("Fig. 3 (§3.3), stability", "early-importance solutions are unstable, harder to learn as "
-            "T grows; constant tasks with large δ are less stable", "", "not run",
-            "our GD rate is capped at 1/tr G so that it never meets this instability"),
+            "T grows; constant tasks with large δ are less stable", "C12", "same",
+            "the stable rate 2/λ_max falls geometrically with T for λ > 1 and tends to a limit for λ < 1; "
+            "it falls with δ; GD at one rate fails exactly where the rate exceeds it"),
     Finding("§3.3, App. F.1, extrapolation", "the exponential solution does not extrapolate to other "
-            "lengths, its error growing with |ΔT|; the inverse-exponential one does", "C4", "shape only",
-            "a check at T + 3 only; the growth with |ΔT| is not tested"),
+            "lengths, its error growing with |ΔT|; the inverse-exponential one does", "C4", "same",
+            "at ΔT = -3..6 the error equals K5's |λ^-ΔT - 1| and grows with |ΔT| (a check, given C3)"),
     Finding("Fig. 4 (§3.4)", "feedforward (b → 0, ac ≈ κ) to recurrent switch against δ, λ and β, "
             "sharper as T increases; κ bar 0-1.2", "F3, C6", "shape only",
             "on Fig. 4's x-ranges with κ up to 2 (ours); sharper means continuous at T = 3, a jump above"),
@@ -48,20 +50,24 @@ FINDINGS = [
             "the paper's derivation is not audited"),
     Finding("Fig. 5 (§3.5)", "kernel distance rises with T = 1..8 and falls with init scale 0.01-0.5, "
             "aligned and unaligned; colour bar 0-0.8", "F6, C7", "shape only",
-            "same trends on a subsampled grid; our D saturates near 0.9-1, above the paper's bar"),
+            "same trends on a subsampled grid; D falls with σ at T = 2 (judged where not saturated); our D "
+            "reaches 0.95, above the paper's bar, and saturates from T = 4"),
     Finding("Fig. A4 (App. J)", "kernel distance on a rotational task (φ = π/12, R = 1)", "", "not run",
             "not in our sweeps"),
     Finding("Figs. A5-A7 (App. J)", "width 300 moves the kernel less at larger init; aligned D falls as "
-            "init → 1; the recurrent init dominates D", "", "not run",
-            "the full profile draws them (F6-A5-A7, width 64 committed) but their statements are not checked"),
+            "init → 1; the recurrent init dominates D", "F6-A5-A7", "shape only",
+            "read in the text on the committed full run (width 64): the first two hold; recurrent-init "
+            "dominance shows in the aligned T = 2 panel only"),
     Finding("App. K", "errors in b enter the energy exponentially in time, errors in ac quadratically",
             "", "not run", "an argument in the text; no figure or number to redo"),
     Finding("Fig. 6 (§3.6)", "sensory task at T = 4 on unmodified NeuroGym inputs: sv(W_h) → 1, sv(W_yW_x) "
             "→ 1 (sum), 1/T (mean); the sum extrapolates to T = 50, 75, 100, the mean does not",
-            "F7, C8", "shape only", "on centred inputs (our choice); step counts not comparable"),
+            "F7, C8", "shape only", "on the unmodified inputs at a 20x smaller rate (centred: a full-profile "
+            "variant); step counts not comparable"),
     Finding("Fig. A8 (App. L)", "T = 6: dH_T/dt_θ below 1e-3 for late importance, about 0.3 and "
             "fluctuating for early importance", "F8, C9", "shape only",
-            "at our GD rate; at a five times smaller rate the early network converged"),
+            "the early minimum is 3-7x sharper (T = 8 to 4), so a window of rates learns late and not early; "
+            "at the sum rule's rate both converge"),
     Finding("Figs. A9-A11 (App. O)", "complex modes reach b = λ, ac = δ; the angle before the radius; "
             "R > 1 gives |b| > 1", "F9, C11", "shape only",
             "end points match to round-off; the timing orders are tabulated, not judged"),
@@ -81,9 +87,9 @@ SUMMARY = Summary(
          "and the phase transition are a few lines each and match GD or sympy to round-off, and an "
          "aligned network reduces to the modes exactly.",
     hard="Every setting the paper does not print: the NTK sweep and the sensory networks diverge or "
-         "stall at naive rates, NeuroGym's uncentred inputs did not converge in our budget (we centred "
-         "them), App. L's instability depends on the GD rate we chose, and the rebuttal's multi-output "
-         "claim has no task, so we built one.",
+         "stall at naive rates, NeuroGym's uncentred inputs need a 20 times smaller rate and ten times the "
+         "steps, App. L's instability shows only in a window of GD rates (judged on the minima's "
+         "sharpness), and the rebuttal's multi-output claim has no task, so we built one.",
     full_cost="measured 4 December 2026: 42 min (2,513 s) on 2 CPU cores (x86_64, 23.5 GiB; the "
               "chapter on one thread) with Fig. A5 at N_h = 64; at the paper's N_h = 300 it is a GPU "
               "job, not measured.",

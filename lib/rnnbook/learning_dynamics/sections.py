@@ -13,7 +13,8 @@ import numpy as np
 
 from rnnbook.learning_dynamics import experiments, plots
 from rnnbook.learning_dynamics.experiments import f1_runs
-from rnnbook.learning_dynamics.networks import ntk_by_T, sensory_check, stability_check, train_sensory
+from rnnbook.learning_dynamics.networks import (ntk_by_T, rate_sweep_check, runs_at, sensory_check,
+                                                 train_sensory)
 
 if TYPE_CHECKING:
     from rnnbook.learning_dynamics.experiments import Settings
@@ -78,49 +79,58 @@ def a5_a7_figure(run: Run, Ts_a5: Sequence[int], Ts_a7: Sequence[int], sigmas: S
                     "White: not converged.")
 
 
-def f7_sensory(run: Run, S: experiments.Settings) -> dict[int, dict]:
-    """F7 / C8 (§3.6, Fig. 6): the sum and mean networks of the sensory task (:func:`train_sensory`,
-    rates :attr:`~rnnbook.learning_dynamics.experiments.Settings.f7_lr` and T times it), trained at
-    Fig. 6's T = 4 for each N_h of the profile, with the loss over training at T = 4, 50, 75, 100 and
-    the final relative MSE at T_test = 1..3T, on the run's device, through the results cache
-    (``F7-Nh{N_h}``), one figure each. Returns :func:`sensory_check` per N_h."""
+def f7_sensory(run: Run, S: experiments.Settings) -> dict[str, dict]:
+    """F7 / C8 (§3.6, Fig. 6): the sum and mean networks of the sensory task (:func:`train_sensory`, the
+    mean's rate T times the sum's), trained at Fig. 6's T = 4 on each input variant of
+    :attr:`~rnnbook.learning_dynamics.experiments.Settings.f7_variants` (NeuroGym's uncentred inputs, as
+    the paper, and our centred ones), with the loss over training at T = 4, 50, 75, 100 and the final
+    relative MSE at T_test = 1..3T, on the run's device, through the results cache (``F7-<variant>``),
+    one figure each. Returns :func:`sensory_check` per variant."""
     T = S.f7_T
     T_test = list(range(1, 3 * T + 1))
     seeds = [s + run.seed for s in S.sensory_seeds]
-    lr, steps = S.f7_lr, S.f7_steps
     c8 = {}
-    for N_h in S.sensory_hidden:
-        sens = run.cache.cached(f"F7-Nh{N_h}", {"T": T, "seeds": seeds, "init": S.init_scale, "N_h": N_h,
+    for name, (baseline, N_h, lr, steps) in S.f7_variants.items():
+        sens = run.cache.cached(f"F7-{name}", {"T": T, "seeds": seeds, "init": S.init_scale, "N_h": N_h,
                                                "T_test": T_test, "T_track": list(S.f7_track), "steps": steps,
-                                               "lr": lr},
+                                               "lr": lr, "baseline": baseline},
                                 lambda: train_sensory(["sum", "mean"], T, seeds, N_h=N_h, init_scale=S.init_scale,
                                                       steps=steps, T_test=T_test, T_track=S.f7_track,
-                                                      lr={"sum": lr, "mean": lr * T}, device=run.device))
-        run.save_figure(plots.plot_f7(sens), "F7" if N_h == 4 else f"F7-Nh{N_h}",
-                        f"Sensory task (centred inputs), trained at T = {T} (Fig. 6's), $N_h$ = {N_h}, first seed: "
+                                                      lr={"sum": lr, "mean": lr * T}, baseline=baseline,
+                                                      device=run.device))
+        inputs = "NeuroGym's inputs, baseline 0.5 (the paper's)" if baseline else "centred inputs (our variant)"
+        run.save_figure(plots.plot_f7(sens), "F7" if name == "neurogym" else f"F7-{name}",
+                        f"Sensory task ({inputs}), trained at T = {T} (Fig. 6's), $N_h$ = {N_h}, GD rate {lr:.3g} "
+                        f"(sum; mean: T times it), {steps} steps, first seed: "
                         "singular values of $W_h$ (solid) and $W_yW_x$ (dashed) during GD, with the theory's 1 "
                         "and $1/T$ (dotted), for the sum (a) and mean (b) targets; (c) relative MSE during "
                         f"training at T = {', '.join(map(str, S.f7_track))} (Fig. 6's lengths; solid: sum, dashed: mean, "
                         "median over seeds); (d) relative MSE after training at other lengths $T_\\mathrm{test}$ "
                         "(ours; the training length is dashed).")
-        c8[N_h] = sensory_check(sens)
+        c8[name] = sensory_check(sens)
     return c8
 
 
-def f8_stability(run: Run, S: experiments.Settings) -> dict:
+def f8_stability(run: Run, S: experiments.Settings) -> tuple[dict, dict]:
     """F8 / C9 (App. L, Fig. A8): late against early importance on the sensory inputs
-    (:func:`train_sensory` at rate :attr:`~rnnbook.learning_dynamics.experiments.Settings.f8_lr`, on the run's
-    device), through the
-    results cache (``F8``), and the figure. Returns :func:`stability_check`."""
+    (:func:`train_sensory`, on the run's device) at every rate of
+    :attr:`~rnnbook.learning_dynamics.experiments.Settings.f8_rates`, one batch, through the results
+    cache (``F8``), and the figure. Returns :func:`stability_check` at the chapter's rate
+    :attr:`~rnnbook.learning_dynamics.experiments.Settings.f8_lr` and :func:`rate_sweep_check`."""
     seeds = [s + run.seed for s in S.sensory_seeds]
-    lr, steps = S.f8_lr, S.sensory_steps(S.T)
-    stab = run.cache.cached("F8", {"T": S.T, "seeds": seeds, "init": S.init_scale, "steps": steps, "lr": lr},
-                            lambda: train_sensory(["late", "early"], S.T, seeds, init_scale=S.init_scale, lr=lr,
-                                                  steps=steps, device=run.device))
-    run.save_figure(plots.plot_f8(stab), "F8",
+    rates, steps = list(S.f8_rates), S.sensory_steps(S.T)
+    stab = run.cache.cached("F8", {"T": S.T, "seeds": seeds, "init": S.init_scale, "steps": steps, "rates": rates},
+                            lambda: train_sensory(["late", "early"], S.T, seeds, init_scale=S.init_scale,
+                                                  lr={"late": rates, "early": rates}, steps=steps,
+                                                  device=run.device))
+    sweep = rate_sweep_check(stab)
+    at = np.isclose(stab["lr"], S.f8_lr)
+    run.save_figure(plots.plot_f8(runs_at(stab, at), sweep), "F8",
                     f"Late ($y_T = 0.1\\sum_t t\\,x_t$) against early ($y_T = \\sum_t x_t/t$) importance, "
-                    f"T = {S.T}, plain GD at rate {lr:g}, first seed: singular values of $W_h$ (left); "
-                    "right: App. L's $dH_T/dt_\\theta$ {eq}`ld-dhdt` (solid; 0 at a fixed point, here "
-                    "round-off) and the specification's $\\Vert\\partial L/\\partial h_{T+1}\\Vert$ "
-                    "(dotted, the residual).")
-    return stability_check(stab)
+                    f"T = {S.T}, first seed. Left and middle: plain GD at our rate {S.f8_lr:.3g}: singular values "
+                    "of $W_h$, and App. L's $dH_T/dt_\\theta$ {eq}`ld-dhdt` (solid; 0 at a fixed point, here "
+                    "round-off) with the specification's $\\Vert\\partial L/\\partial h_{T+1}\\Vert$ "
+                    "(dotted, the residual). Right: the final $dH_T/dt_\\theta$ (median over seeds) against the "
+                    "GD rate, with each network's stability limit $2/\\lambda_\\max$ at the minimum reached at "
+                    "the smallest rate (dotted); grey: our rate.")
+    return sweep["per rate"][float(stab["lr"][at][0])], sweep

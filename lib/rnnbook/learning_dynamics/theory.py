@@ -177,8 +177,8 @@ def logistic_u(t, s, b, u0, tau=1.0):
     :math:`u(t)=\\frac{S_1e^{2tS_1/\\tau}}{S_1/u_0-S_2+S_2e^{2tS_1/\\tau}}` (K2)."""
     k = powers(len(s))
     S1, S2 = (b ** k * s).sum(), (b ** (2 * k)).sum()
-    g = np.exp(2 * np.asarray(t) * S1 / tau)
-    return S1 * g / (S1 / u0 - S2 + S2 * g)
+    g = np.exp(-2 * np.asarray(t) * S1 / tau)  # the closed form divided by e^{2tS1/τ}: no overflow
+    return S1 / (S2 + (S1 / u0 - S2) * g)
 
 
 def taylor_b_flow(s, u, order: int = 5):
@@ -430,6 +430,18 @@ def curvature(b, T):
     k = np.arange(T)[:, None]
     return ((k ** 2 * b ** (2 * np.maximum(k - 1, 0))).sum(0), (b ** (2 * k)).sum(0),
             (1 + b ** 2) / (1 - b ** 2) ** 3, 1 / (1 - b ** 2))
+
+
+def solution_sharpness(T: int, b, u) -> np.ndarray:
+    r"""C12 (§3.3, Fig. 3's stability): the largest eigenvalue λ_max of the Hessian of E (τ = 1) at a
+    zero-loss solution (b, u) with balanced a = c = √|u|, where the Hessian is the Gauss-Newton
+    :math:`J^\top J`, :math:`J_i=\partial(c\,b^{k_i}a)/\partial(a,b,c)=(c\,b^{k_i},\ k_iac\,b^{k_i-1},\ a\,b^{k_i})`.
+    GD at rate η can settle there only if η < 2/λ_max. Broadcast over b and u."""
+    b, u = np.broadcast_arrays(np.asarray(b, float), np.asarray(u, float))
+    r, k = np.sqrt(np.abs(u))[..., None], powers(T)
+    bb = b[..., None]
+    J = np.stack([r * bb ** k, k * u[..., None] * bb ** np.maximum(k - 1, 0), r * bb ** k], -1)
+    return np.linalg.eigvalsh(np.swapaxes(J, -1, -2) @ J)[..., -1]
 
 
 def stable_lr(lr: float, T: int, b: float, u: float) -> float:
