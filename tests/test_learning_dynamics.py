@@ -591,3 +591,9 @@ def test_resolve_smoke_takes_the_full_branches_at_toy_sizes():
     cell_defaults = {}
     exec(cell.source, cell_defaults)
     assert {k: cell_defaults[k] for k in experiments.DEFAULTS} == experiments.DEFAULTS
+
+
+def test_app_i_eq125_holds_only_where_W_h_commutes_with_its_gradient():
+    T2, T4 = networks.app_i_flow_check(T=2), networks.app_i_flow_check(T=4)
+    assert max(T2.values()) < 1e-7 and T4["aligned"] < 1e-7  # the controls: eq. 125 exact there
+    assert T4["unaligned"] > 1e-2  # a matrix power is not a scalar one

@@ -214,6 +214,36 @@ def ntk(Wx: torch.Tensor, Wh: torch.Tensor, Wy: torch.Tensor, X: torch.Tensor) -
     return K.reshape(C, P * Ny, P * Ny)
 
 
+def app_i_flow_check(T: int = 4, N: int = 4, seed: int = 0, eps: float = 1e-6) -> dict[str, float]:
+    """App. I (eq. 125, the step from which eqs. 129-134 build the paper's NTK): under gradient flow
+    the output moves by :math:`\sum_i(W_yW_h^{T-i}\dot W_x+(T-i)W_yW_h^{T-i-1}\dot W_hW_x+\dot W_yW_h^{T-i}W_x)x_i`,
+    which writes :math:`\frac{d}{dt}W_h^n` as :math:`nW_h^{n-1}\dot W_h`: true only if :math:`W_h` and
+    :math:`\dot W_h=-\partial L/\partial W_h` commute. Compared, for an aligned network (A3, whitened
+    inputs: they commute) and an unaligned one (entries N(0, 0.5²/N)) on the constant task, with the
+    exact first-order change of the output (central differences along the gradient, step ``eps``).
+    Returns the relative error of eq. 125 per network."""
+    rng = np.random.default_rng(seed)
+    X = whitened_inputs(4 * T * N, T, N, rng)
+    U, V, R = (orthogonal(N, rng) for _ in range(3))
+    Y = X.sum(1) @ (U @ V.T).T
+    nets = {"aligned": aligned_weights(*(rng.uniform(0.3, 0.8, N) for _ in range(3)), U, V, R),
+            "unaligned": tuple(rng.normal(0, 0.5 / math.sqrt(N), (N, N)) for _ in range(3))}
+    Xc, Yc = columns(torch.from_numpy(X)[None], torch.from_numpy(Y)[None])
+    out = {}
+    for name, W in nets.items():
+        Wt = [torch.from_numpy(w)[None] for w in W]
+        G = [-g[0].numpy() for g in loss_grads(*Wt, Xc, Yc)[1:4]]  # the flow's direction
+        f = lambda e: forward(*(torch.from_numpy(w + e * g)[None] for w, g in zip(W, G)), torch.from_numpy(X))[0].numpy()
+        exact = (f(eps) - f(-eps)) / (2 * eps)
+        Wx, Wh, Wy = W
+        Gx, Gh, Gy = G
+        P = lambda n: np.linalg.matrix_power(Wh, n)  # noqa: E731
+        eq125 = sum(X[:, i - 1] @ (Wy @ P(T - i) @ Gx + (T - i) * Wy @ P(max(T - i - 1, 0)) @ Gh @ Wx
+                                   + Gy @ P(T - i) @ Wx).T for i in range(1, T + 1))
+        out[name] = float(np.linalg.norm(eq125 - exact) / np.linalg.norm(exact))
+    return out
+
+
 def ntk_check(ntk: dict, gate: float = 1e-3, d_gain: float = 0.2, gap: float = 0.05) -> dict:
     """C7: over converged cells (loss ratio <= ``gate``, mean over seeds) with σ <= 0.2, the mean D at
     T = 4 minus that at T = 1 (>= ``d_gain``: 0.2 quick, 0.3 full); and the magnitude of the fall with

@@ -46,8 +46,9 @@ FINDINGS = [
             "shape only", "with |b| <= B the onset tends to (1 - B^-2)^(-1/4): 1.08 at B ≈ 1.94; "
             "unbounded, it is 1"),
     Finding("App. I (eqs. 114-134)", "the NTK of a finite-width linear RNN, without alignment "
-            "assumptions", "", "not run", "we use our own closed-form kernel, checked against autodiff; "
-            "the paper's derivation is not audited"),
+            "assumptions", "C14", "differs", "eq. 125 (a scalar binomial expansion of a matrix power) holds "
+            "for aligned weights and T <= 2 only: 6-8% off for unaligned ones at T = 4; our kernel is "
+            "closed-form from the Jacobians, checked against autodiff"),
     Finding("Fig. 5 (§3.5)", "kernel distance rises with T = 1..8 and falls with init scale 0.01-0.5, "
             "aligned and unaligned; colour bar 0-0.8", "F6, C7", "shape only",
             "same trends on a subsampled grid; D falls with σ at T = 2 (judged where not saturated); our D "
