@@ -716,3 +716,15 @@ def test_report_names_only_figures_and_claims_of_the_chapter():
     assert report_mod.unknown_names(FINDINGS, figures, claims_) == []
     assert all((f.outcome == "not run") == (not f.names) for f in FINDINGS)
     assert report_mod.chapter_report("curse_of_memory").SUMMARY is SUMMARY
+
+
+def test_group_shares_ceiling_and_negative():
+    """Fig. 9 / C5's shares: an entry whose gradients died out (m = v = 0) sits at Adam's ceiling,
+    one with momentum against the probe (m << 0) at or below 0, one with large v far below both."""
+    m = torch.tensor([[0.0, -1.0, 0.0]])
+    v = torch.tensor([[0.0, 0.0, 1e4]])
+    ceil, neg = models.group_shares(m, v, 1000, torch.tensor([1e-3]))
+    assert ceil.item() == pytest.approx(1 / 3) and neg.item() == pytest.approx(1 / 3)
+    top = models.adam_effective_lr(torch.zeros(()), torch.zeros(()), 3000, 1e-3).item()
+    k = 3001  # the probe's ceiling: 0.1 / (1 - 0.9^k) over sqrt(0.001 / (1 - 0.999^k)), about 3.1 eta
+    assert top == pytest.approx(1e-3 * 0.1 / (1 - 0.9 ** k) / math.sqrt(1e-3 / (1 - 0.999 ** k)), rel=1e-6)
