@@ -5,8 +5,8 @@ summary box (:mod:`rnnbook.report`).
 We never read the values of the paper's Table 1 or of its figures (the chapter's preface and
 ``../shared/papers/stable_models.check.md`` say what was read), so no row is "same" for a number of
 the paper: "shape only" is the best a row can be where the paper gives only a direction or a shape.
-Ranges quoted in the notes are those of the committed seed survey (quick profile, seeds 0 to 4,
-2 December 2026) unless a note says otherwise; the live values are in the claims table.
+Ranges quoted in the notes are those of the committed seed survey (quick profile, seeds 0 to 4, 11
+and 17, 5 December 2026) unless a note says otherwise; the live values are in the claims table.
 """
 from rnnbook.report import Finding, Summary
 
@@ -39,25 +39,25 @@ FINDINGS = [
             "", "not run", "C4 measures the weights only"),
     Finding("Table 1 (JSB)", "stable ≈ unstable for the RNN and the LSTM; not readable: we did not "
             "have the values", "C5", "shape only",
-            "costs of −0.2 to +0.2 nats over seeds, as large as the whole effect of memory on JSB "
-            "(about 0.16 nats) and as the seed noise of one run: reported beside the memory effect, "
-            "not judged, in the quick profile"),
+            "the stable RNN better than the unstable one at every seed (by 0.02 to 0.20 nats), the "
+            "stable LSTM worse by 0.05 to 0.14, below the whole effect of memory on JSB (0.14 to "
+            "0.20 nats), C5's line there, at every seed"),
     Finding("Table 1 (ATIS)", "stable ≈ unstable for the RNN and the LSTM; not readable: we did not "
             "have the values", "C5", "shape only",
-            "the stable models lose 0.8 to 2.6 F1 points, about 1 to 3 % of F1, below C5's line of "
-            "5 % (a loose line: counted in errors, 100 − F1, the stable models made 16 and 29 % more "
+            "the stable models' cost is −3.0 to +3.5 % of F1 over the seeds, below C5's line of 5 % "
+            "(a loose line: counted in errors, 100 − F1, the stable models made 16 and 29 % more "
             "at seed 0)"),
     Finding("Table 1 (PTB characters)", "the RNN about as good stable as unstable; the stable LSTM "
             "shows a gap the paper's summary calls small; not readable: we did not have the values",
             "C5, C6", "shape only",
-            "both stable models pay, above C5's and C6's shared line of 5 % of bpc: the LSTM about "
-            "15 % (0.35 to 0.38 bpc), the RNN about 8 % (0.19 to 0.21 bpc, at every seed), so C5 "
+            "both stable models pay, above C5's and C6's shared line of 5 % of bpc: the LSTM 14 to "
+            "15 % (0.35 to 0.38 bpc), the RNN 8 to 9 % (0.19 to 0.23 bpc, at every seed), so C5 "
             "is partly reproduced; one-epoch quick models"),
     Finding("Table 1 (WikiText-2)", "the RNN about as good stable as unstable; the stable LSTM shows "
             "a small gap; not readable: we did not have the values", "C5, C6", "shape only",
-            "on a stand-in, 200k words of PTB: the stable RNN's perplexity 1 to 8 % lower than the "
-            "unstable one's, the LSTM's 7 to 10 % higher (reported, not judged); WikiText-2 itself "
-            "is the full profile's, not run"),
+            "on a stand-in, 200k words of PTB: the stable RNN's perplexity 8 % lower to 3 % higher "
+            "than the unstable one's, the LSTM's 0.4 to 10 % higher (reported, not judged); "
+            "WikiText-2 itself is the full profile's, not run"),
     Finding("§4.3: price of stability, λ", "an unstable music model has λ ≈ 3.5 when trained at short "
             "lengths and λ ≈ 1.5 at longer ones", "F2, C9", "shape only",
             "our unstable JSB RNN's ‖W‖₂ falls with k, but by about 0.5 (from about 3.4 to 2.9), "
@@ -65,9 +65,9 @@ FINDINGS = [
             "(about 5.1 after 40), so its match with 3.5 is one of training length"),
     Finding("§4.3: price of stability, likelihood", "at short lengths the unstable model has the "
             "better test likelihood; at longer lengths the advantage disappears", "F2, C9", "differs",
-            "at k = 32 our stable RNN is better in every survey run (by 0.07 to 0.22 nats on 2 "
-            "December 2026), a reversal rather than a vanishing gain; at k = 2 the sign moves with "
-            "the seed; reported, not judged, in the quick profile"),
+            "at k = 32 our stable RNN is better in every survey run (by 0.07 to 0.22 nats), a "
+            "reversal rather than a vanishing gain; at k = 2 the sign moves with the seed; "
+            "reported, not judged, in the quick profile"),
     Finding("§1, §4.3: stable on data", "nominally unstable models often operate in the stable "
             "regime on the data", "C7, E2", "shape only",
             "every unconstrained model has ‖W_hh‖₂ > 1, and most have some Ŝ_r < 1 for r ≤ 64 (a "
@@ -87,8 +87,9 @@ FINDINGS = [
     Finding("Fig. 4 (§4.4), music", "returns diminish in k: a larger k leaves the LSTM unchanged and "
             "slightly degrades the unstable RNN", "F4, C11", "shape only",
             "on JSB the NLL hardly moves beyond k = 8 (spreads up to 0.07 nats) and k = 2 does as "
-            "well as the recurrent model; the spreads stay below the memory effect (about 0.16 "
-            "nats), C11's line; our LSTM, too, worsens slightly with k, where the paper's is flat"),
+            "well as the recurrent model; the spreads (up to 0.07 nats) stay below the memory effect "
+            "(0.14 to 0.20 nats), C11's line; our LSTM, too, worsens slightly with k, where the "
+            "paper's is flat"),
     Finding("Fig. 4 (§4.4), language models", "the same diminishing returns on word- and "
             "character-level language models", "", "not run",
             "F4's PTB-character and WikiText-2 panels are the full profile's, not run"),
