@@ -195,6 +195,40 @@ def test_transition_claim_of_d_hat_1_rests_on_b_and_c():
     assert run.recorded["verdict"] == "inconclusive" and run.recorded["reason"] == "not-at-scale"
 
 
+def test_size_claim_fails_when_a_large_student_stops_extrapolating_or_a_small_k_extrapolates():
+    """C10 and its control: C1's rule at every d, so a large d whose k = 5 misses the tolerance, or
+    whose k = 3 (below the line) extrapolates, makes the claim fail."""
+    S = resolve()
+    rows = [{"experiment": "F7", "d": d, "d_hat": 2, "k": k, "eps": 2.0 if k == 3 else 0.01,
+             "loss": 1e-9, "diverged": False} for d in S.sizes for k in S.size_ks for _ in range(3)]
+    run = FakeRun()
+    experiments.size_claim(run, rows, S)
+    assert run.recorded["verdict"] == "reproduced" and set(run.recorded["value"]) == {f"d={d}" for d in S.sizes}
+    for flip, to in ((5, 0.2), (3, 0.01)):
+        bad = [{**r, "eps": to} if r["d"] == 200 and r["k"] == flip else r for r in rows]
+        experiments.size_claim(run, bad, S)
+        assert run.recorded["verdict"] == "not reproduced" and run.recorded["reason"] == "differs"
+
+
+def test_gradient_flow_conserves_q_and_the_far_start_is_far_from_balance():
+    """C2/C11: the invariance of h under (SAS^-1, SB, CS^-1) makes
+    G_A A^T - A^T G_A + G_B B^T - C^T G_C vanish (so Q is conserved by gradient flow), on our
+    closed-form gradients of non-symmetric students; GD at the chapter's step keeps Q to a small
+    drift; "nonsym_far" starts with ||Q|| of order one, "nonsym" with order sigma^2 d."""
+    *_, (_, At, Bt, Ct, h_hat, k) = theory._random_students(seed=2, runs=3, d=6, K=5)  # non-symmetric
+    _, GA, GB, GC = (x.numpy() for x in theory.loss_and_grads(At, Bt, Ct, h_hat, k.tolist()))
+    A, B, C = (x.numpy() for x in (At, Bt, Ct))
+    outer = lambda x, y: x[:, :, None] * y[:, None, :]
+    X = GA @ A.swapaxes(1, 2) - A.swapaxes(1, 2) @ GA + outer(GB, B) - outer(C, GC)
+    assert np.abs(X).max() <= 1e-10 * np.abs(GA).max()
+    far, near = cfg(variant="nonsym_far", steps=1000, d=20), cfg(variant="nonsym", steps=1000, d=20)
+    q = lambda a: np.linalg.norm(theory.conserved(*(np.asarray(x) for x in a)))
+    q0 = q(train.init_student(far))
+    assert 0.3 < q0 < 3 and q(train.init_student(near)) < 0.05
+    r = train.train_students([far])[0]
+    assert r["loss"] < 1e-4 and abs(q((r["A"], r["B"], r["C"])) - q0) < 0.05 * q0
+
+
 def test_tables_fit_the_page():
     """The settings and transition tables stay narrow (about 100 characters a row) in both
     profiles: k runs down the rows, not across."""

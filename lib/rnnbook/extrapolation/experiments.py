@@ -18,10 +18,10 @@ import torch
 
 from rnnbook import claims, params
 from rnnbook.display import table
-from rnnbook.extrapolation.theory import (DTYPE, impulse_response, off_support_mass, prop3_student, spectrum,
+from rnnbook.extrapolation.theory import (DTYPE, conserved, impulse_response, off_support_mass, prop3_student, spectrum,
                                           teacher_impulse, w1_distance)
 from rnnbook.extrapolation.train import (FREEZE_LOSS, STALL_DROP, STALL_WINDOW, VARIANTS, RunConfig,
-                                         run_seed, train_diagonal, train_students)
+                                         init_student, run_seed, train_diagonal, train_students)
 
 
 # The chapter's default near-zero init scale sigma and GD step eta (its parameter cell's init_scale
@@ -81,6 +81,10 @@ class Settings:
     gru_ks: list[int]
     gru_seeds: int
     chunk_size: int | None
+    sizes: list[int]  # C10/F7: student sizes d
+    size_ks: tuple[int, ...]  # C10/F7: k values, both sides of 2 d_hat = 4
+    size_steps: int  # C10/F7: step budget
+    far_ks: tuple[int, ...]  # C11: k values
     step_scale: float = 1.0  # default step budgets and F4's checkpoint spacing x this (SMOKE)
 
     def steps_for(self, d_hat: int, profile: str, variant: str = "sym_bal") -> int:
@@ -93,12 +97,13 @@ class Settings:
 # max k = 11), its loss gate, tolerance, F5 scales and chunking; the step budgets (and F4's
 # checkpoint spacing) are the full ones x step_scale, and the GRU keeps the smallest, the
 # largest and k = 2 of full's k = 1..12.
-SMOKE = {"d": [12, 14], "n_seeds": 2, "horizon_q": 20, "step_scale": 1e-3, "gru_hidden": 4,
+SMOKE = {"d": [12, 14], "d_sizes": [8, 14], "n_seeds": 2, "horizon_q": 20, "step_scale": 1e-3, "gru_hidden": 4,
          "gru_steps": 20, "gru_batch": 16, "gru_ks": [1, 2, 12], "gru_seeds": 4}
 
 
 def resolve(profile: str, d, d_hat, k_values, teacher_eigs, teacher_weights, init_scale: float,
-            lr: float, steps, n_seeds, horizon_q, gru_hidden, gru_steps, smoke: bool = False) -> Settings:
+            lr: float, steps, n_seeds, horizon_q, gru_hidden, gru_steps, d_sizes=None,
+            smoke: bool = False) -> Settings:
     """Check every chapter parameter, raising :class:`rnnbook.ParameterError` before any compute,
     and fill in the profile's defaults (with ``smoke``, the full profile's at the toy sizes of
     :data:`SMOKE`)."""
@@ -132,6 +137,10 @@ def resolve(profile: str, d, d_hat, k_values, teacher_eigs, teacher_weights, ini
                                     f"{2 * ref + 1} for the reference teacher d_hat = {ref}")
     pick = (lambda quick, big: big if full else quick)
     size = (lambda name, quick, big: toy.get(name, pick(quick, big)))  # SMOKE's, if a smoke run
+    size_ks = pick((3, 5), (2, 3, 4, 5, 6, 7))
+    if d_sizes is None:
+        d_sizes = size("d_sizes", [8, 20, 50, 100, 200], [8, 20, 50, 100, 200, 400])
+    sizes = [params.integer("d_sizes", x, lo=max(size_ks) + 1) for x in params.sequence("d_sizes", d_sizes)]
     return Settings(
         teachers, ds,
         n_seeds=params.integer("n_seeds", n_seeds if n_seeds is not None else size("n_seeds", 3, 5), lo=1),
@@ -147,7 +156,9 @@ def resolve(profile: str, d, d_hat, k_values, teacher_eigs, teacher_weights, ini
         gru_batch=size("gru_batch", 128, 256),  # quick: half the spec's batch (our choice, shorter)
         gru_ks=size("gru_ks", [2, 6, 10], list(range(1, 13))),
         gru_seeds=toy.get("gru_seeds", 16),  # C8: 16 students per k
-        chunk_size=pick(None, 64), step_scale=toy.get("step_scale", 1.0))
+        chunk_size=pick(None, 64), sizes=sizes, size_ks=size_ks,
+        size_steps=max(1, round(pick(30_000, 400_000) * toy.get("step_scale", 1.0))),
+        far_ks=pick((2, 3, 4, 5), (1, 2, 3, 4, 5, 6, 7)), step_scale=toy.get("step_scale", 1.0))
 
 
 def max_k(teachers: dict) -> int:
@@ -185,30 +196,51 @@ def build_sweep(teachers: dict[int, tuple[tuple[float, ...], tuple[float, ...], 
                 ds: Sequence[int], n_seeds: int, seed: int, init_scale: float, lr: float,
                 steps: Callable[[int], int], horizon_q: int, profile: str,
                 scales: Sequence[float], step_scale: float = 1.0) -> list[RunConfig]:
-    """Every linear run of the chapter: F1 (symmetric, balanced), F2 (non-symmetric, unbalanced),
-    F5 (symmetric A, independent B, C, several init scales; reference d_hat, k = 2 d_hat + 1, + 2)
-    and E3
-    (the signed teacher). ``teachers`` maps d_hat to (lam, w, k values); ``steps(d_hat, variant)``
-    gives the step budget; ``step_scale`` scales the full profile's checkpoint spacing (SMOKE)."""
+    """Every linear run of the chapter's specification: F1 (symmetric, balanced), F2 (non-symmetric,
+    unbalanced), F5 (symmetric A, independent B, C, several init scales; reference d_hat,
+    k = 2 d_hat + 1, + 2) and E3 (the signed teacher). ``teachers`` maps d_hat to (lam, w, k values);
+    ``steps(d_hat, variant)`` gives the step budget; ``step_scale`` scales the full profile's
+    checkpoint spacing (SMOKE). The runs added later (C10, C11) are :func:`later_sweep`'s."""
     out = []
-
-    def add(experiment, d, lam, w, ks, variant, scales_, n_steps):
-        for k in ks:
-            for s in scales_:
-                for i in range(n_seeds):
-                    out.append(RunConfig(experiment, d, tuple(lam), tuple(w), k, variant, s, lr,
-                                         n_steps, run_seed(seed, experiment, d, lam, w, k, s, i),
-                                         horizon_q, checkpoint_steps(n_steps, profile, step_scale)))
-
+    runs = lambda *a: out.extend(_runs(*a, n_seeds=n_seeds, seed=seed, lr=lr, horizon_q=horizon_q,
+                                       profile=profile, step_scale=step_scale))
     for d in ds:
         for dh, (lam, w, ks) in teachers.items():
-            add("F1", d, lam, w, ks, "sym_bal", [init_scale], steps(dh, "sym_bal"))
-            add("F2", d, lam, w, ks, "nonsym", [init_scale], steps(dh, "nonsym"))
+            runs("F1", d, lam, w, ks, "sym_bal", [init_scale], steps(dh, "sym_bal"))
+            runs("F2", d, lam, w, ks, "nonsym", [init_scale], steps(dh, "nonsym"))
     dh = reference_d_hat(teachers)
     lam, w, _ = teachers[dh]
-    add("F5", ds[0], lam, w, [2 * dh + 1, 2 * dh + 2], "sym_ind", scales, steps(dh, "sym_ind"))
-    add("E3", ds[0], *SIGNED_TEACHER, range(1, 8), "sym_ind", [init_scale], steps(2, "sym_ind"))
+    runs("F5", ds[0], lam, w, [2 * dh + 1, 2 * dh + 2], "sym_ind", scales, steps(dh, "sym_ind"))
+    runs("E3", ds[0], *SIGNED_TEACHER, range(1, 8), "sym_ind", [init_scale], steps(2, "sym_ind"))
     return out
+
+
+def later_sweep(S: "Settings", seed: int, profile: str) -> list[RunConfig]:
+    """The runs added after the specification (issue 43), on the d_hat = 2 teacher whatever the
+    chapter's teachers: F7 (C10: symmetric, balanced students of every size in ``S.sizes`` at
+    ``S.size_ks``, on both sides of 2 d_hat) and C11's non-symmetric students at the first d, far
+    from balance ("F2-far": the conserved Q of order one) and on E3's signed teacher ("F2-signed"),
+    at ``S.far_ks``."""
+    out = []
+    runs = lambda *a: out.extend(_runs(*a, n_seeds=S.n_seeds, seed=seed, lr=S.lr, horizon_q=S.horizon_q,
+                                       profile=profile, step_scale=S.step_scale))
+    lam, w = TEACHERS[2]
+    for d in S.sizes:
+        runs("F7", d, lam, w, S.size_ks, "sym_bal", [S.init_scale], S.steps or S.size_steps)
+    runs("F2-far", S.ds[0], lam, w, S.far_ks, "nonsym_far", [S.init_scale], S.steps_for(2, profile, "nonsym"))
+    runs("F2-signed", S.ds[0], *SIGNED_TEACHER, S.far_ks, "nonsym", [S.init_scale],
+         S.steps_for(2, profile, "nonsym"))
+    return out
+
+
+def _runs(experiment: str, d: int, lam, w, ks: Sequence[int], variant: str, scales: Sequence[float],
+          n_steps: int, *, n_seeds: int, seed: int, lr: float, horizon_q: int, profile: str,
+          step_scale: float) -> list[RunConfig]:
+    """The runs of one (experiment, d, teacher, variant): every k, init scale and seed."""
+    return [RunConfig(experiment, d, tuple(lam), tuple(w), k, variant, s, lr, n_steps,
+                      run_seed(seed, experiment, d, lam, w, k, s, i), horizon_q,
+                      checkpoint_steps(n_steps, profile, step_scale))
+            for k in ks for s in scales for i in range(n_seeds)]
 
 
 def reference_d_hat(teachers: dict) -> int:
@@ -304,46 +336,108 @@ def transition_check(rows: Sequence[dict], d_hat: int, gate: float, tol: float) 
 
 def transition_claim(run, rows: Sequence[dict], S: "Settings", cid: str, experiment: str,
                      statement: str, source: str, *, paper: str):
-    """Record C1/C2 from :func:`transition_check` over every (d_hat, d) of ``experiment`` as
-    evidence (:mod:`rnnbook.claims`) with the ``paper``'s statement beside ours (the worst judged
-    median above the line and the best below it); all must pass, and any inconclusive one makes
-    the claim inconclusive (reason: not at this scale; a failed one: differs). A sweep where no
-    d_hat can test (a) (d_hat = 1 alone: below the line there is only k = 1, where failure is
-    certain) is judged on (b) and (c), and its value says so. Returns the table."""
+    """Record C1/C2 from :func:`transition_check` over every (d_hat, d) of ``experiment``
+    (:func:`record_transitions`). Returns the table."""
     checks = {(dh, d): transition_check(select(rows, experiment=experiment, d_hat=dh, d=d),
                                         dh, S.gate, S.tol)
               for dh in S.teachers for d in S.ds}
+    record_transitions(run, {f"d_hat={dh}, d={d}": c for (dh, d), c in checks.items()}, S, cid,
+                       statement, source, paper=paper, scope=f"d̂ = {', '.join(map(str, S.teachers))}; "
+                       f"d = {', '.join(map(str, S.ds))}")
+    return transition_table(checks)
+
+
+def record_transitions(run, checks: dict[str, dict], S: "Settings", cid: str, statement: str, source: str,
+                       *, paper: str, scope: str) -> str:
+    """Record a claim judged by C1's rules (:func:`transition_check`) on every group of ``checks``
+    as evidence (:mod:`rnnbook.claims`) with the ``paper``'s statement beside ours (the worst judged
+    median above the line and the best below it, over ``scope``); all must pass, and any
+    inconclusive group makes the claim inconclusive (reason: not at this scale; a failed one:
+    differs). A group where (a) cannot be tested (d_hat = 1: below the line there is only k = 1,
+    where failure is certain) is judged on (b) and (c), and its value says so. Returns the verdict."""
     verdicts = {c["verdict"] for c in checks.values()}
     verdict = "inconclusive" if "inconclusive" in verdicts else (
         "not reproduced" if verdicts != {"reproduced"} else "reproduced")
-    value = {f"d_hat={dh}, d={d}": {
+    value = {name: {
         "median_eps": c["median_eps"], "converged_above": c["converged_frac_above"],
         "(a)": (f"judged at k = {', '.join(map(str, c['judged_below']))}" if c["judged_below"]
                 else "not testable (no k with 2 <= k < 2 d_hat)" if not c["a_testable"]
                 else "no converged k below the line")}
-        for (dh, d), c in checks.items()}
+        for name, c in checks.items()}
     above = [c["median_eps"][k] for c in checks.values() for k in c["judged_above"]]
     below = [c["median_eps"][k] for c in checks.values() for k in c["judged_below"]]
     ours = (f"median ε_q ≤ {max(above):.3g} at every converged k > 2d̂" if above
             else "no k > 2d̂ converged")
     ours += (f", ≥ {min(below):.3g} at 2 ≤ k < 2d̂" if below else ", no k with 2 ≤ k < 2d̂ to judge")
-    ours += f" (d̂ = {', '.join(map(str, S.teachers))}; d = {', '.join(map(str, S.ds))})"
     reason = {"reproduced": None, "inconclusive": "not-at-scale"}.get(verdict, "differs")
     run.claim(cid, statement, source, value,
               f"(a) median eps >= 0.1 for 2 <= k < 2 d_hat (k = 1 cannot test it); (b) <= {S.tol} "
               f"for k > 2 d_hat (loss gate {S.gate:g}); (c) >= 2/3 of runs above converge",
               passed=all(c["passed"] for c in checks.values()), verdict=verdict, kind="evidence",
-              paper=paper, ours=ours, reason=reason)
+              paper=paper, ours=f"{ours} ({scope})", reason=reason)
+    return verdict
+
+
+def size_claim(run, rows: Sequence[dict], S: "Settings"):
+    """C10 (§1, §4 intro: "irrespective of" the student's size d): C1's rules on F7's runs, one group
+    per d of ``S.sizes`` (d_hat = 2; its k below the line, 3, is the control: the same rule must
+    see failure there at every d). Returns the table."""
+    checks = {(2, d): transition_check(select(rows, experiment="F7", d=d), 2, S.gate, S.tol)
+              for d in S.sizes}
+    record_transitions(
+        run, {f"d={d}": c for (_, d), c in checks.items()}, S, "C10",
+        "Extrapolation above 2 d_hat, and its failure below, whatever the student's size d "
+        "(symmetric A, balanced init).", "§1; §4 intro; §5 intro",
+        paper="§1 and §4 intro: GD from a balanced initialisation extrapolates 'irrespective of how "
+        "large its state space dimension is' (no number); not readable: any d of the paper's runs",
+        scope=f"d̂ = 2, k = {', '.join(map(str, S.size_ks))}; d = {', '.join(map(str, S.sizes))}")
     return transition_table(checks)
 
 
-def transition_table(checks: dict[tuple[int, int], dict], verdict: bool = True):
+def far_claim(run, rows: Sequence[dict], S: "Settings"):
+    """C11 (§5.2 beyond the start): C1's rules on the non-symmetric students far from balance
+    ("F2-far") and on E3's signed teacher ("F2-signed"), d_hat = 2, the first d. Returns the table."""
+    names = {"F2-far": "far from balance", "F2-signed": "signed teacher"}
+    checks = {(e, 2, S.ds[0]): transition_check(select(rows, experiment=e), 2, S.gate, S.tol) for e in names}
+    record_transitions(
+        run, {f"{names[e]}, d_hat=2, d={d}": c for (e, _, d), c in checks.items()}, S, "C11",
+        "The same transition without balance beyond the start: non-symmetric students whose conserved "
+        "Q is of order one, and an unbalanced (signed) teacher.", "§5.2",
+        paper="§5 intro, describing §5.2: the same phenomenon without 'some of the assumptions', in "
+        "particular symmetric transition matrices and balancedness; not readable: how far from "
+        "balance §5.2's runs were, and their teacher",
+        scope=f"d̂ = 2, d = {S.ds[0]}; Q of order one, and the signed teacher ŵ = (0.8, −0.3)")
+    return transition_table({(2, d, names[e]): c for (e, _, d), c in checks.items()})
+
+
+def balance_table(rows: Sequence[dict], experiments: Sequence[str]):
+    """C2/C11: per experiment, medians over its runs of the final imbalance
+    :math:`\\|B-C^\\top\\|/\\|B\\|`, the final asymmetry :math:`\\|A-A^\\top\\|/\\|A\\|`, and the Frobenius
+    norm of the conserved :math:`Q` (:func:`~rnnbook.extrapolation.theory.conserved`) at the start and
+    at the end: how far from balance the students were, not only where they started."""
+    fields = RunConfig.__dataclass_fields__
+    out = []
+    for e in experiments:
+        sel = select(rows, experiment=e)
+        start = [init_student(RunConfig(**{f: r[f] for f in fields})) for r in sel]
+        out.append({
+            "students": f"{e} ({VARIANTS[sel[0]['variant']]})",
+            "imbalance (end)": float(np.median([np.linalg.norm(r["B"] - r["C"]) / np.linalg.norm(r["B"]) for r in sel])),
+            "asymmetry (end)": float(np.median([np.linalg.norm(r["A"] - r["A"].T) / np.linalg.norm(r["A"]) for r in sel])),
+            "‖Q‖ (start)": float(np.median([np.linalg.norm(conserved(*(x.numpy() for x in a))) for a in start])),
+            "‖Q‖ (end)": float(np.median([np.linalg.norm(conserved(r["A"], r["B"], r["C"])) for r in sel]))})
+    return table(out)
+
+
+def transition_table(checks: dict[tuple, dict], verdict: bool = True):
     """One row per (d_hat, d, k) of :func:`transition_check` results: which rule judges that k, the
     median eps_q over converged runs, the largest final loss and how many runs passed the loss gate;
-    the verdict of each (d_hat, d) on its first row. Column ``d`` only when several d are run."""
-    several_d = len({d for _, d in checks}) > 1
+    the verdict of each (d_hat, d) on its first row. Column ``d`` only when several d are run; a
+    key (d_hat, d, students) adds a column naming the students."""
+    several_d = len({key[1] for key in checks}) > 1
     rows = []
-    for (dh, d), c in checks.items():
+    for key, c in checks.items():
+        dh, d = key[:2]
         for i, k in enumerate(sorted(c["median_eps"])):
             if k == 1:
                 rule = "none (k = 1)"
@@ -353,7 +447,8 @@ def transition_table(checks: dict[tuple[int, int], dict], verdict: bool = True):
                 rule = "none (k = 2 d_hat)"
             else:
                 rule = f"(b) <= {c['tol']:g}" if k in c["judged_above"] else "none (unconverged)"
-            row = {"d_hat": dh, **({"d": d} if several_d else {}), "k": k, "judged by": rule,
+            row = {**({"students": key[2]} if len(key) > 2 else {}), "d_hat": dh,
+                   **({"d": d} if several_d else {}), "k": k, "judged by": rule,
                    "median eps": c["median_eps"][k], "largest final L": c["max_loss"][k],
                    "converged": c["converged"][k]}
             if verdict:
@@ -630,17 +725,18 @@ def _span(ks: Sequence[int]) -> str:
     return ", ".join(map(str, ks))
 
 
-def transition_margins(rows: Sequence[dict], S: Settings) -> dict[str, float]:
-    """C1/C2 margins over every d_hat of ``rows``: the worst converged median eps_q above the line,
-    the best below it (2 <= k < 2 d_hat, as (a) is judged), the largest at k = 2 d_hat, and that
-    largest per d_hat (over d; nan where no run converged)."""
+def transition_margins(rows: Sequence[dict], S: Settings, groups: Sequence[tuple[int, int]] | None = None
+                       ) -> dict[str, float]:
+    """C1/C2 (C10 with ``groups``) margins over every (d_hat, d) of ``groups`` (default: the
+    chapter's teachers and sizes): the worst converged median eps_q above the line, the best below
+    it (2 <= k < 2 d_hat, as (a) is judged), the largest at k = 2 d_hat, and that largest per d_hat
+    (over d; nan where no run converged)."""
     above, below, at = [], [], {}
-    for dh in S.teachers:
-        for d in S.ds:
-            med = transition_check(select(rows, d_hat=dh, d=d), dh, S.gate, S.tol)["median_eps"]
-            above += [v for k, v in med.items() if k >= 2 * dh + 1 and not math.isnan(v)]
-            below += [v for k, v in med.items() if 2 <= k < 2 * dh and not math.isnan(v)]
-            at.setdefault(dh, []).extend(v for k, v in med.items() if k == 2 * dh and not math.isnan(v))
+    for dh, d in groups or [(dh, d) for dh in S.teachers for d in S.ds]:
+        med = transition_check(select(rows, d_hat=dh, d=d), dh, S.gate, S.tol)["median_eps"]
+        above += [v for k, v in med.items() if k >= 2 * dh + 1 and not math.isnan(v)]
+        below += [v for k, v in med.items() if 2 <= k < 2 * dh and not math.isnan(v)]
+        at.setdefault(dh, []).extend(v for k, v in med.items() if k == 2 * dh and not math.isnan(v))
     at_by = {dh: max(v, default=math.nan) for dh, v in at.items()}
     return {"worst_above": max(above, default=math.nan), "best_below": min(below, default=math.nan),
             "at_line_by_d_hat": at_by}

@@ -170,3 +170,29 @@ def plot_gru(res: dict[str, np.ndarray]):
     # one legend for both panels (the same colours), below them, off the per-seed dots
     fig.legend(handles=axes[0].get_lines(), loc="outside lower center", ncols=2)
     return fig
+
+
+def plot_sizes(rows: Sequence[dict], gate: float, tol: float, d_hat: int = 2):
+    """F7 (C10): eps_q against the student size d (both axes log), one curve per k (the median over
+    converged seeds) with every seed as a dot (hollow: missed the loss gate), and C1's lines: 0.1
+    (dotted; k < 2 d_hat must stay above) and the tolerance (dash-dot; k > 2 d_hat must stay under)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.2, 4.4))
+    for i, k in enumerate(sorted({r["k"] for r in rows})):
+        sub = experiments.select(rows, k=k)
+        ds = sorted({r["d"] for r in sub})
+        side = "below" if k < 2 * d_hat else "at" if k == 2 * d_hat else "above"
+        med = [np.median([r["eps"] for r in sub if r["d"] == d and experiments.converged(r, gate)] or [np.nan])
+               for d in ds]
+        ax.plot(ds, np.clip(med, 1e-6, EPS_CLIP), "-", color=f"C{i}", label=f"$k={k}$ ({side} $2\\hat d$)")
+        for r in sub:
+            ok = experiments.converged(r, gate)
+            ax.scatter(r["d"], min(r["eps"], EPS_CLIP), s=14, color=f"C{i}" if ok else "white",
+                       edgecolors=f"C{i}", zorder=3)
+    ax.axhline(0.1, color="grey", ls=":", lw=1.2, label="0.1 ((a), $k<2\\hat d$)")
+    ax.axhline(tol, color="grey", ls="-.", lw=1.2, label=f"{tol:g} ((b), $k>2\\hat d$)")
+    ax.set(xscale="log", yscale="log", xlabel="student state dimension $d$",
+           ylabel=r"extrapolation error $\epsilon_q$", title=f"$\\hat d = {d_hat}$, symmetric, balanced")
+    fig.legend(loc="outside lower center", ncols=3, fontsize=9)
+    return fig

@@ -18,9 +18,10 @@ FINDINGS = [
             "above the line the learned atoms sit on the teacher's, λ̂ = 1 (memory that never decays) "
             "included; shown, not judged, and nothing checks the learned solution below the line"),
     Finding("§1, §4 intro, §5 intro: any d", "the student extrapolates \"irrespective of how large "
-            "its state space dimension is\" (no number)", "", "not run",
-            "the quick profile runs d = 20 only (one survey run at d = 50); the full profile's "
-            "d = 20, 50, 100 has not finished, and no figure shows ε_q against d"),
+            "its state space dimension is\" (no number)", "F7, C10", "shape only",
+            "C1's rules at every d = 8, 20, 50, 100, 200 (d̂ = 2, k = 3 and 5, three seeds, quick "
+            "profile): the line stays at 2d̂ and ε_q above it does not grow with d; the full "
+            "profile's d up to 400 has not been run"),
     Finding("§3, Prop. 3", "an overparameterized student (d > k, d > d̂) can reach zero loss on "
             "length k and fail to extrapolate; not readable: the paper's construction", "C3, F6",
             "shape only",
@@ -52,12 +53,14 @@ FINDINGS = [
     Finding("§5.2", "the same transition without \"some of the assumptions\", in particular "
             "symmetric A and balancedness; not readable: the figure and which assumptions were "
             "dropped", "F2, C2", "shape only",
-            "only the student's symmetry and balance at initialisation (σ = 1e-2) are relaxed; the "
-            "teacher stays balanced (our choice)"),
+            "only the student's symmetry and balance at initialisation (σ = 1e-2) are relaxed: the "
+            "conserved Q stays of order σ²d, so the students stay balanced in that generalised "
+            "sense; the teacher stays balanced (our choice)"),
     Finding("§5.2: far from balance", "not readable: whether §5.2 also unbalanced the teacher or "
-            "started far from balance", "", "not run",
-            "no judged run has an unbalanced teacher or a large, unbalanced start; E3 (a signed "
-            "teacher, a table without verdict) is the only probe"),
+            "started far from balance", "C11", "shape only",
+            "our choices of 'without balancedness': non-symmetric students whose conserved Q is of "
+            "order one throughout, and F2's students on E3's signed teacher; C1's rules hold for "
+            "both at d̂ = 2"),
     Finding("§5.3 (GRU)", "GRUs \"too exhibit a phase transition\" as k varies; where and how "
             "sharply is not stated; not readable: the figure and its setting", "F3, C8",
             "shape only",

@@ -258,6 +258,15 @@ def w1_distance(mu: np.ndarray, wts: np.ndarray, lam: Sequence[float], w: Sequen
     return float(np.sum(np.abs(cdf[:-1]) * np.diff(x[order])))
 
 
+def conserved(A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """C2 (§5.2's students): :math:`Q = AA^\\top - A^\\top A + BB^\\top - C^\\top C`, conserved by
+    gradient flow on any loss of the impulse response (which is invariant under
+    :math:`(SAS^{-1}, SB, CS^{-1})`), batched over a leading run axis. Its trace is
+    :math:`\\|B\\|^2 - \\|C\\|^2`: a student whose Q is of order one stays that far from balance."""
+    outer = lambda X, Y: X[..., :, None] * Y[..., None, :]
+    return A @ A.swapaxes(-1, -2) - A.swapaxes(-1, -2) @ A + outer(B, B) - outer(C, C)
+
+
 # ----------------------------------------------------------------------------- diagonal students
 def diagonal_loss_and_grads(lam: np.ndarray, b: np.ndarray, c: np.ndarray | None,
                             h_hat: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, ...]:

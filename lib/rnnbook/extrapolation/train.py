@@ -34,8 +34,9 @@ STALL_DROP = 0.01
 @dataclass(frozen=True)
 class RunConfig:
     """One student run of experiment ``experiment`` (a figure id of the spec). ``variant``:
-    "sym_bal" (symmetric A, B = C^T at init), "sym_ind" (symmetric A, independent B, C) or
-    "nonsym" (full A, independent B, C; §5.2)."""
+    "sym_bal" (symmetric A, B = C^T at init), "sym_ind" (symmetric A, independent B, C),
+    "nonsym" (full A, independent B, C; §5.2) or "nonsym_far" (as "nonsym", but B of norm about 1:
+    far from balance, C2's variant)."""
 
     experiment: str
     d: int
@@ -56,7 +57,12 @@ class RunConfig:
 
 
 VARIANTS = {"sym_bal": "symmetric, balanced", "sym_ind": "symmetric, B and C independent",
-            "nonsym": "non-symmetric"}
+            "nonsym": "non-symmetric", "nonsym_far": "non-symmetric, far from balance"}
+
+
+def symmetric(variant: str) -> bool:
+    """Whether a variant's A is symmetric (stored as its upper triangle)."""
+    return variant.startswith("sym")
 
 
 def run_seed(*parts: object) -> int:
@@ -66,14 +72,19 @@ def run_seed(*parts: object) -> int:
 
 def init_student(cfg: RunConfig) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Near-zero init (spec §3): A = mirrored upper triangle of N(0, sigma^2) (full N(0, sigma^2)
-    for "nonsym"), B ~ N(0, sigma^2), C = B^T ("sym_bal") or independent."""
+    for "nonsym" and "nonsym_far"), B ~ N(0, sigma^2), C = B^T ("sym_bal") or independent;
+    "nonsym_far" then scales B to N(0, 1/d) entries, so that ||B||^2 - ||C||^2, the trace of the
+    conserved :func:`rnnbook.extrapolation.theory.conserved` Q, is about 1 (C2's variant far from
+    balance)."""
     g = torch.Generator().manual_seed(cfg.seed)
     s, d = cfg.init_scale, cfg.d
     A = s * torch.randn(d, d, generator=g, dtype=DTYPE)
-    if cfg.variant != "nonsym":
+    if symmetric(cfg.variant):
         A = torch.triu(A) + torch.triu(A, 1).T
     B = s * torch.randn(d, generator=g, dtype=DTYPE)
     C = B.clone() if cfg.variant == "sym_bal" else s * torch.randn(d, generator=g, dtype=DTYPE)
+    if cfg.variant == "nonsym_far":
+        B = B / (s * math.sqrt(d))
     return A, B, C
 
 
@@ -118,7 +129,7 @@ def train_students(configs: Sequence[RunConfig],
     (A, B, C), arrays (R, d, d), (R, d), (R, d) of one common d, e.g. smaller students zero-padded
     so that students of several sizes train in one batch (synthesis chapter, S4). Results are
     NumPy arrays, in the order of ``configs``."""
-    order = sorted(range(len(configs)), key=lambda r: (configs[r].variant == "nonsym", configs[r].k))
+    order = sorted(range(len(configs)), key=lambda r: (not symmetric(configs[r].variant), configs[r].k))
     runs = [configs[r] for r in order]
     dev = torch.device(device)
     A, B, C = (torch.stack(t) for t in zip(*(init_student(c) for c in runs))) if init is None else \
@@ -131,7 +142,7 @@ def train_students(configs: Sequence[RunConfig],
         "mask": torch.arange(K, device=dev) < torch.tensor([c.k for c in runs], device=dev)[:, None],
         "lr": torch.tensor([c.lr for c in runs], dtype=DTYPE, device=dev),
         "steps": torch.tensor([c.steps for c in runs], device=dev),
-        "sym": torch.tensor([c.variant != "nonsym" for c in runs], device=dev),
+        "sym": torch.tensor([symmetric(c.variant) for c in runs], device=dev),
     }
     if max_norm is not None:
         per_run["max_norm"] = torch.tensor([math.inf if max_norm[r] is None else max_norm[r] for r in order],
@@ -216,7 +227,7 @@ def train_one(cfg: RunConfig) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]
         if L < FREEZE_LOSS:
             break
         gA, gB, gC = torch.autograd.grad(L, (A, B, C), allow_unused=True, materialize_grads=True)
-        if cfg.variant != "nonsym":
+        if symmetric(cfg.variant):
             gA = gA + gA.T - torch.diag(torch.diagonal(gA))
         with torch.no_grad():
             A -= cfg.lr * gA
