@@ -344,7 +344,9 @@ def plot_f8(stab: dict, sweep: dict):
     early importance (first seed); and C9's rate sweep (:func:`~rnnbook.learning_dynamics.networks.rate_sweep_check`):
     the final dH_T/dt against the rate, with 2/λ_max of each minimum reached at the smallest rate."""
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+    fig, axes = plt.subplots(2, 2, figsize=(10, 8))
+    axes = axes.ravel()
+    axes[3].axis("off")
     rows = sweep["table"]
     rate = [r["rate"] for r in rows]
     for rule, col in (("late", "C0"), ("early", "C3")):
@@ -375,7 +377,7 @@ def plot_f11(f11: dict):
     dashed); right, b for f = 1, 0.7^(T-t), 0.7^t with ac frozen at K5's value (GD solid, Taylor
     dashed) and at δ = 1 (dotted)."""
     plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+    fig, axes = plt.subplots(2, 1, figsize=(10, 8))
     for r, d in enumerate(f11["delta"]):
         axes[0].plot(f11["step"], f11["u_gd"][r], color=f"C{r}", label=f"$\\delta = {d:g}$")
         axes[0].plot(f11["step"], f11["u_theory"][r], "--", color="k", lw=1, label="theory" if r == 0 else None)
@@ -389,5 +391,5 @@ def plot_f11(f11: dict):
     axes[1].set(xlabel="GD step", ylabel="$b$", title=f"$b$, $ac$ frozen, T = {T}")
     for ax in axes:
         ax.set_xscale("symlog", linthresh=100)
-        ax.legend(fontsize=8)
+        ax.legend(ncol=2 if ax is axes[1] else 1)
     return fig

@@ -47,8 +47,8 @@ FINDINGS = [
             "unbounded, it is 1"),
     Finding("App. I (eqs. 114-134)", "the NTK of a finite-width linear RNN, without alignment "
             "assumptions", "C14", "differs", "eq. 125 (a scalar binomial expansion of a matrix power) holds "
-            "for aligned weights and T <= 2 only: 6-8% off for unaligned ones at T = 4; our kernel is "
-            "closed-form from the Jacobians, checked against autodiff"),
+            "for aligned weights and T <= 2 only: 3-22% off for unaligned ones at T = 4 (seeds 0-4); "
+            "our kernel is closed-form from the Jacobians, checked against autodiff"),
     Finding("Fig. 5 (§3.5)", "kernel distance rises with T = 1..8 and falls with init scale 0.01-0.5, "
             "aligned and unaligned; colour bar 0-0.8", "F6, C7", "shape only",
             "same trends on a subsampled grid; D falls with σ at T = 2 (judged where not saturated); our D "
@@ -56,7 +56,7 @@ FINDINGS = [
     Finding("Fig. A4 (App. J)", "kernel distance on a rotational task (φ = π/12, R = 1)", "", "not run",
             "not in our sweeps"),
     Finding("Figs. A5-A7 (App. J)", "width 300 moves the kernel less at larger init; aligned D falls as "
-            "init → 1; the recurrent init dominates D", "F6-A5-A7", "shape only",
+            "init → 1; the recurrent init dominates D", "C7", "shape only",
             "read in the text on the committed full run (width 64): the first two hold; recurrent-init "
             "dominance shows in the aligned T = 2 panel only"),
     Finding("App. K", "errors in b enter the energy exponentially in time, errors in ac quadratically",

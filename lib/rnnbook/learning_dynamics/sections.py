@@ -127,10 +127,10 @@ def f8_stability(run: Run, S: experiments.Settings) -> tuple[dict, dict]:
     at = np.isclose(stab["lr"], S.f8_lr)
     run.save_figure(plots.plot_f8(runs_at(stab, at), sweep), "F8",
                     f"Late ($y_T = 0.1\\sum_t t\\,x_t$) against early ($y_T = \\sum_t x_t/t$) importance, "
-                    f"T = {S.T}, first seed. Left and middle: plain GD at our rate {S.f8_lr:.3g}: singular values "
+                    f"T = {S.T}, first seed. Top: plain GD at our rate {S.f8_lr:.3g}: singular values "
                     "of $W_h$, and App. L's $dH_T/dt_\\theta$ {eq}`ld-dhdt` (solid; 0 at a fixed point, here "
                     "round-off) with the specification's $\\Vert\\partial L/\\partial h_{T+1}\\Vert$ "
-                    "(dotted, the residual). Right: the final $dH_T/dt_\\theta$ (median over seeds) against the "
+                    "(dotted, the residual). Bottom: the final $dH_T/dt_\\theta$ (median over seeds) against the "
                     "GD rate, with each network's stability limit $2/\\lambda_\\max$ at the minimum reached at "
                     "the smallest rate (dotted); grey: our rate.")
     return sweep["per rate"][float(stab["lr"][at][0])], sweep
