@@ -215,7 +215,7 @@ def ntk(Wx: torch.Tensor, Wh: torch.Tensor, Wy: torch.Tensor, X: torch.Tensor) -
 
 
 def app_i_flow_check(T: int = 4, N: int = 4, seed: int = 0, eps: float = 1e-6) -> dict[str, float]:
-    """App. I (eq. 125, the step from which eqs. 129-134 build the paper's NTK): under gradient flow
+    r"""App. I (eq. 125, the step from which eqs. 129-134 build the paper's NTK): under gradient flow
     the output moves by :math:`\sum_i(W_yW_h^{T-i}\dot W_x+(T-i)W_yW_h^{T-i-1}\dot W_hW_x+\dot W_yW_h^{T-i}W_x)x_i`,
     which writes :math:`\frac{d}{dt}W_h^n` as :math:`nW_h^{n-1}\dot W_h`: true only if :math:`W_h` and
     :math:`\dot W_h=-\partial L/\partial W_h` commute. Compared, for an aligned network (A3, whitened
