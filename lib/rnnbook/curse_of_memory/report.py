@@ -7,7 +7,7 @@ authors' notebooks (commit 686ec0a, read to about ±30%), from the per-entry Ada
 (``figures/lr_*.npy``, Figs. 4 and 9), and, for Fig. 5C, from the pixel read of the third review
 (``../shared/papers/curse_of_memory.review3.md``, 5 December 2026, ±0.2 decade). "Same" means our
 number falls within that reading's precision. Ranges quoted in the notes are those of the committed
-seed survey (quick profile, seeds 0–4 and two ρ runs, 2 December 2026) unless a note says
+seed survey (quick profile, seeds 0–4 and one ρ run, 5 December 2026) unless a note says
 otherwise; the live values are in the claims table. Rows with nothing of ours are the "Coverage"
 list of the third review.
 """
@@ -27,16 +27,16 @@ FINDINGS = [
             "deterministic computation of the paper's formulas"),
     Finding("Fig. 3A", "as ν₀ goes from 0.36 to 0.99, the dense RNN's loss rises from about 1e-8 to "
             "0.4, the LRU's from about 5e-8 to 2.5e-5", "F3, C3", "shape only",
-            "1000 steps, one seed: the RNN ends above 1 at 0.99 and the LRU 20 to 200 times above "
-            "the paper's (4.7e-4 to 4.9e-3); where the RNN ends below the LRU is stated from the run, "
+            "1000 steps, one seed: the RNN ends above 1 at 0.99 and the LRU 25 to 110 times above "
+            "the paper's (6.3e-4 to 2.7e-3); where the RNN ends below the LRU is stated from the run, "
             "not judged"),
     Finding("Fig. 3B", "RNN about 0.4, every model after it at 2–4e-5: block-diagonality gives "
             "nearly all the gain (g ≈ 1)", "F4, C4", "shape only",
-            "median g 0.99 to 1.38 over the survey, but after 3000 steps the later models are not "
+            "median g 0.93 to 1.56 over the survey, but after 3000 steps the later models are not "
             "flat as the paper's, and single seeds sit on a plateau (g down to 0.14)"),
     Finding("Fig. 4, Adam's rates", "aggregate effective rate of A 10^-7.27 and of λ 10^-3.12, a "
             "ratio of about 1.4e4 (positive-entry medians 10^-6.71 and 10^-2.69)", "F5, C5",
-            "shape only", "five-seed medians 23 to 71 after 3000 steps (209 in an uncommitted "
+            "shape only", "five-seed medians 12 to 46 after 3000 steps (209 in an uncommitted "
             "10,000-step pilot): orders of magnitude, short of the paper's at both ends: at seed 0 "
             "14% of our A's entries are at or below 0 (the paper's 46%), so A's aggregate sits about "
             "60 times above its 10^-7.27, and none of our λ entries reach Adam's ceiling (the paper's "
@@ -89,17 +89,17 @@ FINDINGS = [
             "drawn with the chapter's seed, where the notebook uses 53"),
     Finding("Fig. 10, LRU", "the LRU's loss falls from about 2.5e-5 (θ0 = π) to 4e-7 (π/100), a "
             "factor 50–60", "F10, C10", "shape only",
-            "best-rate ratio 23 at seed 0, its best rate at π (3.2e-2) inside a grid now reaching "
-            "3.2e-3; equal-rate ratio 2.7"),
+            "best-rate ratio 15 to 245 over the survey, from losses 6.3e-4 to 2.7e-3 at π, whose "
+            "best rate (1e-2 or 3.2e-2) lies inside a grid now reaching 3.2e-3; equal-rate ratio 2.3 to 78"),
     Finding("Fig. 10, complex diagonal and RNN", "the complex diagonal network flat at 2–4e-5 "
             "across θ0; the RNN between 0.03 and 1", "F10", "differs",
             "after 1000 steps the complex diagonal network is worse with small phases in 4 of 5 "
-            "seeds (ratio 0.007 to 0.19): quick C10 is labelled 'the LRU alone'; flat in an "
+            "seeds (ratio 0.006 to 0.2; 12 at the fifth): quick C10 is labelled 'the LRU alone'; flat in an "
             "uncommitted 10,000-step pilot; our RNN ends at 1 to 10"),
     Finding("Fig. 11", "loss about 0.6, 0.6, 0.2, 0.1, 7e-5 and 2e-5 with 1, 2, 4, 8, 16 and 32 "
             "heads; A's effective rate from about 1e-6 (1 head) to 10^-3.3 (32 heads)", "F11, C11",
             "shape only",
-            "L(1)/L(32) 980 to 5e4 over the survey (the paper's about 3e4) at 1, 4, 16 and 32 heads; "
+            "L(1)/L(32) 980 to 4.9e4 over the survey (the paper's about 3e4) at 1, 4, 16 and 32 heads; "
             "our rate panel divides by the scheduled rate, which has no counterpart in the paper"),
     Finding("Fig. 12", "the BERT layer-0 autocorrelation fitted as 0.332 δ + 0.0431·0.997^Δ", "",
             "not run", "the embeddings cannot be downloaded; our substitute is built from these "
@@ -110,7 +110,7 @@ FINDINGS = [
             "off-diagonal entries exactly 0 at σ_h = 0, by construction; our σ_x = 1"),
     Finding("Fig. 15", "Var h and Var d_bh against T: the theory matches with constant gates, "
             "input-driven gates sit above it", "F12, C9", "shape only",
-            "constant gates within 1.12 to 1.44 of the theory (C9, a check), input-driven above "
+            "constant gates within 1.10 to 1.44 of the theory (C9, a check), input-driven above "
             "it; time-averaged, normalised moments on the substitute, not the paper's last step"),
     Finding("Appendix", "not readable: the theorems and derivations, including Lemma 1 and which "
             "S the appendix uses", "", "not run", "we had no part of the appendix"),
@@ -128,7 +128,7 @@ SUMMARY = Summary(
          "run of a figure trains as one batched program on two CPU cores.",
     hard="Reaching the paper's magnitudes: runs of 1,000 to 3,000 steps leave the diagonal students "
          "far from converged, so their losses sit 20 to 200 times above the paper's, and the Adam "
-         "probe's ratio (23 to 71; 209 in a 10,000-step pilot) stays far below its 1.4e4: fewer of "
+         "probe's ratio (12 to 46; 209 in a 10,000-step pilot) stays far below its 1.4e4: fewer of "
          "our A's entries point against the probe and none of our λ's reach Adam's ceiling. The BERT inputs of Figs. 5 and 12 to 15 could not be had, and "
          "two notebooks had to be run both ways (Fig. 8's S, Fig. 7's optimiser).",
     full_cost="not measured: as of 5 December 2026 no full profile of this chapter has run "
