@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Smoke runs of every chapter, the stable-models bench and the extrapolation full profile on the
-# lent GPU machine.
+# Smoke runs of every chapter, the stable-models bench and the next unfinished pieces of the full
+# profiles (paper_scale.md, "Pieces and progress") on the lent GPU machine.
 #
 # ---- proposed for paper_scale.md ("On a lent GPU machine") ------------------------------------
 # A session that is lent a GPU machine (the `run` tool: one H200, no network, Python 3.12 with
@@ -18,17 +18,19 @@
 #    /tmp/data (RNNBOOK_DATA), runs `python3 -m rnnbook run <chapter> --profile full --smoke
 #    --device cuda` for the five chapters (SMOKE_LIMIT_S=150 s each), then `bench/stable_models.py
 #    --device cuda` (BENCH_LIMIT_S=120 s; the stacks against the author-style loop, the ratio issue
-#    21 asks for; BENCH_LIMIT_S=0 skips it), then the extrapolation full profile for whatever time
-#    is left (SMOKE_CHAPTERS="" gives it all). A run cut short resumes
-#    from its cache: copy the returned extrapolation_full.tar.gz into .devdata/ (after
-#    device_prepare.sh, which empties that folder) and the next call goes on from there, as long as
-#    the library's code is the same (the cache is keyed by its version).
+#    21 asks for; BENCH_LIMIT_S=0 skips it), then the full profiles of FULL_CHAPTERS (default
+#    extrapolation, curse of memory, stable models), each for an equal share of the time left
+#    (SMOKE_CHAPTERS="" BENCH_LIMIT_S=0 gives them all of it), each resuming from the pieces
+#    committed in data/results/full/<chapter>/cache/. A run cut short keeps its finished pieces:
+#    unpack the returned pieces-<chapter>.tar.gz into data/results/full/ and commit them, and the
+#    next call goes on from there, as long as the code that computes them is the same (the cache is
+#    keyed by the results version).
 # 3. What comes back in $OUT (files_at): summary.json and summary.csv (per run: exit status, ok /
 #    failed / timeout / skipped, wall seconds, peak GPU memory in MiB from nvidia-smi polled every
 #    200 ms), env.txt (nvidia-smi, torch.cuda, the install's output), tails.txt (the last lines of
-#    each run's log), logs.tar.gz (the whole logs) and extrapolation_full.tar.gz (the full run's
-#    results folder: claims.json, run.json, figures/ and the executed notebook when it finished;
-#    the notebook so far and its cache/ when it was cut).
+#    each run's log), logs.tar.gz (the whole logs) and pieces-<chapter>.tar.gz per full run (the
+#    pieces it added, and claims.json, run.json and figures/ when it finished); env.txt ends with
+#    each chapter's `python -m rnnbook status`.
 # The device time of a session is 15 minutes, a machine's start included: one such call, with no
 # time to repeat it. A missing wheel or a broken install shows within the first minute (env.txt's
 # import line fails and every run fails at once): fix it here and call again while the machine is
@@ -174,20 +176,27 @@ for chapter in "${SMOKE[@]}"; do
 done
 limit=$(left); [ "$limit" -gt "$BENCH_LIMIT_S" ] && limit=$BENCH_LIMIT_S
 run bench_stable_models "$limit" "$PY" bench/stable_models.py --device "$DEVICE"
-rm -rf "$SCRATCH/full/extrapolation" && mkdir -p "$SCRATCH/full"
-[ -f .devdata/extrapolation_full.tar.gz ] && tar -C "$SCRATCH/full" -xzf .devdata/extrapolation_full.tar.gz \
-  && echo "resuming from .devdata/extrapolation_full.tar.gz: $(ls "$SCRATCH/full/extrapolation/cache" | wc -l) cache files"
-run full_extrapolation "$(left)" "$PY" -m rnnbook run extrapolation --profile full --device "$DEVICE" \
-  --results-dir "$SCRATCH/full"
-
-# The full run's folder: its results if it finished, else the notebook so far and the cache to
-# resume from (without the cache if that is over 15 MiB packed).
-dir=$SCRATCH/full/extrapolation
-if [ -d "$dir" ]; then
-  echo "full extrapolation: $(ls "$dir/cache" 2>/dev/null | grep -c '\.json$') cache entries," \
-       "run.json $([ -f "$dir/run.json" ] && echo present || echo absent)" | tee -a "$OUT/env.txt"
-  tar -C "$SCRATCH/full" -czf "$OUT/extrapolation_full.tar.gz" extrapolation
-  if [ "$(stat -c %s "$OUT/extrapolation_full.tar.gz")" -gt $((15 * 1048576)) ]; then
-    tar -C "$SCRATCH/full" -czf "$OUT/extrapolation_full.tar.gz" --exclude=extrapolation/cache extrapolation
+# The full profiles' next unfinished pieces: each chapter of FULL_CHAPTERS in turn, with an equal
+# share of the time left, resuming from the pieces committed in data/results/full/<chapter>/cache/
+# (they travel with the working tree). What comes back per chapter, in pieces-<chapter>.tar.gz:
+# the pieces this call added (and plans), and the results (claims.json, run.json, figures/) if the
+# run finished; `tar -C data/results/full -xzf pieces-<chapter>.tar.gz` here puts them in place.
+read -ra FULL <<<"${FULL_CHAPTERS-extrapolation curse_of_memory stable_models}"
+mkdir -p "$SCRATCH/full"
+for i in "${!FULL[@]}"; do
+  chapter=${FULL[$i]} dir=$SCRATCH/full/${FULL[$i]}
+  rm -rf "$dir" && mkdir -p "$dir/cache"
+  [ -d "data/results/full/$chapter/cache" ] && cp -a "data/results/full/$chapter/cache/." "$dir/cache/"
+  find "$dir/cache" -type f | sed "s|^$SCRATCH/full/||" | sort >"$LOGS/$chapter.before"
+  echo "$chapter: resuming from $(grep -c '\.npz$' "$LOGS/$chapter.before") committed pieces" | tee -a "$OUT/env.txt"
+  share=$(( $(left) / (${#FULL[@]} - i) ))
+  run "full_$chapter" "$share" "$PY" -m rnnbook run "$chapter" --profile full --device "$DEVICE" \
+    --results-dir "$SCRATCH/full"
+  "$PY" -m rnnbook status "$chapter" --results-dir "$SCRATCH/full" 2>&1 | tee -a "$OUT/env.txt"
+  (cd "$SCRATCH/full" && find "$chapter" -type f ! -path "*/cache/jobs/*" ! -name "*.ipynb" | sort \
+    | comm -13 "$LOGS/$chapter.before" - >"$LOGS/$chapter.new")
+  if [ -s "$LOGS/$chapter.new" ]; then
+    tar -C "$SCRATCH/full" -czf "$OUT/pieces-$chapter.tar.gz" -T "$LOGS/$chapter.new"
+    echo "$chapter: $(wc -l <"$LOGS/$chapter.new") new files, $(du -h "$OUT/pieces-$chapter.tar.gz" | cut -f1) packed" | tee -a "$OUT/env.txt"
   fi
-fi
+done

@@ -31,7 +31,11 @@ BAD_PARAMETERS = {
 
 
 # claims our quick profile does not reproduce, each explained in its chapter: they must fail
-KNOWN_FAILURES: dict[str, set[str]] = {}
+KNOWN_FAILURES: dict[str, set[str]] = {
+    # C2: unstable starts near -1 do not diverge under the control's steps (partly, differs);
+    # C5: the character RNN pays more than the 5 % line at every seed of the survey (partly)
+    "stable_models": {"C2", "C5"},
+}
 
 
 @pytest.mark.parametrize("chapter", chapters())

@@ -311,7 +311,7 @@ def group_lr_batched(m: torch.Tensor, v: torch.Tensor, k: int, lr: torch.Tensor)
 
 
 def group_shares(m: torch.Tensor, v: torch.Tensor, k: int, lr: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """F5/Fig. 9 per run: the shares of a group's entries (R, ...) whose :func:`adam_effective_lr` lies
+    r"""F5/Fig. 9 per run: the shares of a group's entries (R, ...) whose :func:`adam_effective_lr` lies
     within 10% of Adam's ceiling (its value at m = v = 0, about :math:`3.16\eta`) and at or below 0
     (momentum against the probe: the entries the authors' log-scale scatter leaves out)."""
     shape = (-1, *[1] * (m.dim() - 1))

@@ -154,7 +154,7 @@ def plot_f5(h: dict, eff: dict[str, dict[str, float]], ceiling: float) -> "plt.F
             cols.append(f"C{i}")
     bars = axs[3].bar(range(len(vals)), vals, color=cols)
     axs[3].axhline(ceiling, color="0.6", ls=":", label="Adam's ceiling")
-    axs[3].set_xticks(range(len(vals)), labels, fontsize=8)
+    axs[3].set_xticks(range(len(vals)), labels, rotation=60)
     axs[3].set_yscale("log")
     axs[3].set_ylabel("Adam effective lr")
     axs[3].legend([bars[j] for j in first], list(eff), loc="lower right")
