@@ -27,6 +27,9 @@ from rnnbook.stable_models.settings import TaskConfig
 
 
 LSTM_WEIGHTS = ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0")
+# Devices whose stacks project by matmuls (constraints.project_spectral_ns); elsewhere one SVD per
+# member, so that the CPU's results (the quick profile's verdicts) stay as they were.
+MATMUL_PROJECTION = {"cuda"}
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,9 @@ class Stack(nn.Module):
         if self.cell == "lstm":  # a template for functional_call, its own weights never used
             self._lstm = [nn.LSTM(nets[0].rnn.input_size, self.H, batch_first=True)]
         self.cutoff = cfg.cutoffs[0] if cfg.cutoffs else None
+        for mode in {m.constraint for m in members} - {None}:  # buffers: on the stack's device
+            self.register_buffer(f"members_{mode}", torch.tensor(
+                [j for j, m in enumerate(members) if m.constraint == mode]), persistent=False)
 
     def p(self, name: str) -> torch.Tensor:
         return getattr(self, name.replace(".", "__"))
@@ -175,14 +181,17 @@ class Stack(nn.Module):
         """App. C after every step, per member: the RNN's :math:`W` projected onto
         :math:`\\|W\\|_2 \\le 1` (left as it is where already feasible), the LSTM's row or column
         bounds (:mod:`~rnnbook.stable_models.constraints`). Returns each member's largest LSTM
-        row sum over its bound (0 for the others)."""
+        row sum over its bound (0 for the others). On a GPU (``MATMUL_PROJECTION``) the projection
+        is :func:`~rnnbook.stable_models.constraints.project_spectral_ns` (matmuls, no SVD)."""
         W, U = self.p("rnn.weight_hh_l0"), self.p("rnn.weight_ih_l0")
         c1 = torch.zeros(self.M, device=W.device)  # on the device: no host sync every step
+        project = (constraints.project_spectral_ns if W.device.type in MATMUL_PROJECTION
+                   else constraints.project_spectral_feasible)
         with torch.no_grad():
             for mode in {m.constraint for m in self.members} - {None}:
-                j = torch.tensor([i for i, m in enumerate(self.members) if m.constraint == mode])
+                j = getattr(self, f"members_{mode}")
                 if mode == "spectral":
-                    W[j] = constraints.project_spectral_feasible(W[j])
+                    W[j] = project(W[j])
                     continue
                 W[j], U[j] = constraints.constrain_lstm(W[j], U[j], mode)
                 c1[j] = constraints.lstm_row_ratios(W[j], U[j])
@@ -262,16 +271,36 @@ def evaluate_sequences(stack: Stack, task: str, data, split: str, chunk: int = 1
     return [datasets.conlleval_f1(gold, [[name[i] for i in p] for p in pj]) for pj in pred]
 
 
-def sequence_epoch(stack: Stack, xs, ys, gens: list[torch.Generator]
+@dataclass(frozen=True)
+class Split:
+    """A split's inputs and targets padded once to its longest sequence, on the training device
+    (S x T_max [x d]), with the lengths on the host and on the device."""
+
+    x: torch.Tensor
+    y: torch.Tensor
+    lengths: torch.Tensor
+    lengths_dev: torch.Tensor
+
+
+def device_split(xs: list[torch.Tensor], ys: list[torch.Tensor], device: torch.device) -> Split:
+    """:func:`padded` once for the whole split, copied to ``device`` once."""
+    (x, _), (y, _) = padded([xs]), padded([ys])
+    lengths = torch.tensor([len(s) for s in xs])
+    return Split(x[0].to(device), y[0].to(device), lengths, lengths.to(device))
+
+
+def sequence_epoch(stack: Stack, split: Split, gens: list[torch.Generator]
                    ) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-    """One epoch's minibatches, every member shuffling with its own generator (its seed)."""
-    orders = [torch.randperm(len(xs), generator=g).tolist() for g in gens]
-    B = stack.cfg.batch
-    for s in range(0, len(xs), B):
-        idx = [o[s:s + B] for o in orders]
-        x, mask = padded([[xs[i] for i in ix] for ix in idx])
-        y, _ = padded([[ys[i] for i in ix] for ix in idx])
-        yield x, y, mask
+    """One epoch's minibatches, every member shuffling with its own generator (its seed): the
+    tensors :func:`padded` gives, gathered on the device from ``split`` with no host sync per step
+    (the orders go to the device once per epoch; each step's length is found on the host)."""
+    orders = torch.stack([torch.randperm(len(split.lengths), generator=g) for g in gens])
+    on_dev, B = orders.to(split.x.device), stack.cfg.batch
+    steps = torch.arange(split.x.shape[1], device=split.x.device)
+    for s in range(0, orders.shape[1], B):
+        T, idx = int(split.lengths[orders[:, s:s + B]].max()), on_dev[:, s:s + B]
+        mask = (steps[:T] < split.lengths_dev[idx][..., None]).float()
+        yield split.x[:, :T][idx], split.y[:, :T][idx], mask
 
 
 # ============================================================================ language models
@@ -348,7 +377,7 @@ def train_stack(task: str, stack: Stack, data, snapshots: bool = False, log_ever
     if lm:
         stream = batchify(data.ids["train"], cfg.batch).to(lr.device)
     else:
-        xs, ys = sequence_data(task, data, "train")
+        split = device_split(*sequence_data(task, data, "train"), lr.device)
         gens = [torch.Generator().manual_seed(m.seed) for m in stack.members]
     for epoch in range(cfg.epochs):
         step_lr = lr * torch.tensor(active, dtype=lr.dtype, device=lr.device)
@@ -361,9 +390,8 @@ def train_stack(task: str, stack: Stack, data, snapshots: bool = False, log_ever
                 if step % log_every == 0:
                     _log(norms, stack.W_hh_norms(), active)
         else:
-            for x, y, mask in sequence_epoch(stack, xs, ys, gens):
-                logits = stack.decode(stack.hidden(x.to(lr.device)))
-                loss = seq_losses(task, logits, y.to(lr.device), mask.to(lr.device))
+            for x, y, mask in sequence_epoch(stack, split, gens):
+                loss = seq_losses(task, stack.decode(stack.hidden(x)), y, mask)
                 c1 = torch.maximum(c1, stack.sgd_step_(loss, step_lr))
             _log(norms, stack.W_hh_norms(), active)
         for j, s in enumerate(stack.flat_weights(lm).numpy() if snapshots else []):
