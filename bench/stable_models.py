@@ -1,33 +1,36 @@
-"""Speed of the stable-models chapter's stacked training against the author-style loop, same sweeps.
+"""Speed of the stable-models chapter's stacked training step against the author-style loop.
 
-Two sweeps of JSB tanh RNNs (nhid 128), one epoch over the 229 training chorales, one chorale per
-step, in this process, on one thread, subnormal floats flushed: *seeds*, eight unstable RNNs of
-seeds 0-7 (as C9's and the seed survey's runs differ), and *stable/unstable*, seeds 0-3 each
-unstable and stable (projected onto ‖W‖₂ ≤ 1 after every step, as Table 1's pairs). The baseline
-is the authors' fork's loop, model after model: ``nn.RNN``, ``torch.optim.SGD``, gradient
-clipping and an SVD projection after every step of a stable model. The chapter trains each sweep
-as one stack (:func:`rnnbook.stable_models.stack.train_stack`). Both start from the same weights
-and see the same chorales; the bench prints, per sweep, the largest parameter difference between
-the two (float32 rounding only), both times and the ratio, and the ratio over both sweeps last.
-Each stable model needs one SVD per step in both (the projected RNN sits on the boundary of the
-stable set, so the SVD is rarely skipped), which stacking cannot share: it bounds the second ratio.
+Stacks of M JSB tanh RNNs (nhid 128, one chorale per step, the quick profile's settings), half of
+them stable (seeds 0..M/2-1, each unstable and projected onto ‖W‖₂ ≤ 1 after every step, as Table
+1's pairs), at M = 8 and 32 by default. The baseline is the authors' fork's loop, model after
+model: ``nn.RNN``, ``torch.optim.SGD``, gradient clipping, each chorale copied to the device, and
+an SVD projection after every step of a stable model. The stack is the chapter's step
+(:func:`rnnbook.stable_models.stack.sequence_epoch` on the split padded once on the device,
+:meth:`~rnnbook.stable_models.stack.Stack.sgd_step_`; on CUDA the projection by matmuls,
+:func:`~rnnbook.stable_models.constraints.project_spectral_ns`). Both train from the same weights
+over the same ``--steps`` chorales in each member's order.
 
-On a CPU the first ratio is bounded by memory, not by the loop: at one chorale per step every time
-step of every model reads its 128 x 128 W once forward and once backward, and the batched
-mat-vecs cost about as much per model as one alone (MKL, 2.2 us per 128 x 128 mat-vec here, 3
-December 2026), so a stack of 32 gains less than a stack of 8 (``--models 32``). On a GPU
-(``--device cuda``) the loop pays kernel launches per model, the stack once for all, yet on a lent
-H200 (4 December 2026) the ratios were 3.8x and 1.4x, 2.2x over both, not the tenfold hoped for.
-There the loop's ``nn.RNN`` runs cuDNN's fused recurrence, one call per chorale, and the stack
-launches its kernels at every time step; where the time goes was not profiled.
+One untimed warm-up run of each first (a few steps: allocations, cuBLAS/cuSOLVER handles, oneDNN
+kernels), then ``--repeats`` timed runs from fresh weights; the bench prints the median ms per
+step (one step of all M models; the loop's is M model steps) with the range over repeats, the ratio
+loop/stack, and the largest parameter difference between the two after the last run (float32
+rounding, and on CUDA the two projections' ~1e-7 differences).
 
-    .venv/bin/python bench/stable_models.py [--device cpu|cuda] [--models 8]
+The GPU target (issue 47) is a ratio of at least 10 over the author-style loop, to be measured on a
+lent H200 (``--device cuda``, called by ``bench/device_check.sh`` with a 120 s limit); on
+4 December 2026 there, before the data and the projection moved to the device, epochs of eight
+models gave 3.8x (all unstable) and 1.4x (half stable). On a CPU (one thread, subnormal floats
+flushed) the ratio is reported, not judged: there the batched mat-vecs cost about as much per
+model as one alone (MKL, memory-bound), so a stack gains little from more members.
+
+    .venv/bin/python bench/stable_models.py [--device cpu|cuda] [--members 8 32] [--steps 16]
 """
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
-from dataclasses import replace
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -35,79 +38,100 @@ from torch import nn
 
 from rnnbook.stable_models import constraints, datasets, models, settings, stack
 
-def sweeps(n: int) -> dict[str, list[stack.Member]]:
-    """*seeds*: n unstable RNNs of seeds 0..n-1; *stable/unstable*: seeds 0..n/2-1, each both ways."""
-    return {"seeds": [stack.Member(seed, None, None, 0.0) for seed in range(n)],
-            "stable/unstable": [stack.Member(seed, constraint, None, 0.0) for seed in range(n // 2)
-                                for constraint in (None, "spectral")]}
+WARMUP_STEPS = 3
 
 
-def author_loop(train: list[torch.Tensor], cfg: settings.TaskConfig, m: stack.Member,
-                device: torch.device) -> dict[str, torch.Tensor]:
-    """The fork's loop for one model: one chorale per step, per-frame BCE summed over keys, SVD each
-    step (for the stable model); the chapter's initialisation and chorale order of ``m.seed``."""
-    net = models.make_net("rnn", cfg, 88, 88, 0.0, m.seed).to(device)
-    rnn = nn.RNN(88, cfg.hidden, batch_first=True).to(device)
-    rnn.load_state_dict(net.rnn.state_dict())
-    params = list(rnn.parameters()) + list(net.decoder.parameters())
-    opt = torch.optim.SGD(params, lr=cfg.lr)
-    gen = torch.Generator().manual_seed(m.seed)
-    for _ in range(cfg.epochs):
-        for i in torch.randperm(len(train), generator=gen).tolist():
-            x, y = train[i][None, :-1].to(device), train[i][None, 1:].to(device)
-            logits = net.decoder(rnn(x)[0])
-            loss = F.binary_cross_entropy_with_logits(logits, y, reduction="none").sum(-1).mean()
-            opt.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(params, cfg.clip)
-            opt.step()
-            if m.constraint:
-                with torch.no_grad():
-                    rnn.weight_hh_l0.copy_(constraints.project_spectral(rnn.weight_hh_l0))
-    return {"rnn.weight_hh_l0": rnn.weight_hh_l0.detach(), "decoder.weight": net.decoder.weight}
+def members_of(M: int) -> list[stack.Member]:
+    """Seeds 0..M/2-1, each unstable and stable (Table 1's pairs)."""
+    return [stack.Member(seed, c, None, 0.0) for seed in range(M // 2) for c in (None, "spectral")]
 
 
-def timed(cfg: settings.TaskConfig, data, members: list[stack.Member], device: torch.device
-          ) -> tuple[float, float, float]:
-    """Seconds of the author-style loop and of the stack for one sweep, and the largest parameter
-    difference between the two."""
-    sync = torch.cuda.synchronize if device.type == "cuda" else lambda: None
-    t0 = time.perf_counter()
-    ref = [author_loop(data["train"], cfg, m, device) for m in members]
-    sync()
-    t_author = time.perf_counter() - t0
-    t0 = time.perf_counter()
+def author_loop(train: list[torch.Tensor], cfg: settings.TaskConfig, members: list[stack.Member],
+                device: torch.device) -> Callable[[], list[dict[str, torch.Tensor]]]:
+    """The fork's loop, model after model (built now, run by the returned function): one chorale
+    per step in its seed's order, per-frame BCE summed over keys, SVD each stable step."""
+    nets = []
+    for m in members:
+        net = models.make_net("rnn", cfg, 88, 88, 0.0, m.seed).to(device)
+        rnn = nn.RNN(88, cfg.hidden, batch_first=True).to(device)
+        rnn.load_state_dict(net.rnn.state_dict())
+        nets.append((m, rnn, net.decoder))
+
+    def run() -> list[dict[str, torch.Tensor]]:
+        for m, rnn, decoder in nets:
+            params = list(rnn.parameters()) + list(decoder.parameters())
+            opt = torch.optim.SGD(params, lr=cfg.lr)
+            for i in torch.randperm(len(train), generator=torch.Generator().manual_seed(m.seed)).tolist():
+                x, y = train[i][None, :-1].to(device), train[i][None, 1:].to(device)
+                loss = F.binary_cross_entropy_with_logits(decoder(rnn(x)[0]), y,
+                                                          reduction="none").sum(-1).mean()
+                opt.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(params, cfg.clip)
+                opt.step()
+                if m.constraint:
+                    with torch.no_grad():
+                        rnn.weight_hh_l0.copy_(constraints.project_spectral(rnn.weight_hh_l0))
+        return [{"rnn.weight_hh_l0": rnn.weight_hh_l0, "decoder.weight": d.weight} for _, rnn, d in nets]
+    return run
+
+
+def stack_loop(train: list[torch.Tensor], cfg: settings.TaskConfig, members: list[stack.Member],
+               device: torch.device) -> Callable[[], list[dict[str, torch.Tensor]]]:
+    """The chapter's stacked steps over the same chorales (built now, run by the returned function)."""
     st = stack.make_stack("rnn", cfg, 88, 88, members, device)
-    stack.train_stack("jsb", st, data)
+    split = stack.device_split(*stack.sequence_data("jsb", {"train": train}, "train"), device)
+    lr = torch.full((len(members),), cfg.lr, device=device)
+
+    def run() -> list[dict[str, torch.Tensor]]:
+        gens = [torch.Generator().manual_seed(m.seed) for m in members]
+        for x, y, mask in stack.sequence_epoch(st, split, gens):
+            st.sgd_step_(stack.seq_losses("jsb", st.decode(st.hidden(x)), y, mask), lr)
+        return [st.member_state(j) for j in range(len(members))]
+    return run
+
+
+def timed(make: Callable, train, cfg, members, device, repeats: int) -> tuple[list[float], list[dict]]:
+    """Seconds of ``--repeats`` runs from fresh weights after one warm-up run, and the last
+    run's parameters."""
+    sync = torch.cuda.synchronize if device.type == "cuda" else lambda: None
+    make(train[:WARMUP_STEPS], cfg, members, device)()
     sync()
-    t_stack = time.perf_counter() - t0
-    diff = max(float((st.member_state(j)[n] - r[n].detach()).abs().max())
-               for j, r in enumerate(ref) for n in r)
-    return t_author, t_stack, diff
+    times = []
+    for _ in range(repeats):
+        run = make(train, cfg, members, device)
+        t0 = time.perf_counter()
+        params = run()
+        sync()
+        times.append(time.perf_counter() - t0)
+    return times, params
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    ap.add_argument("--models", type=int, default=8, help="models per sweep (at least 8)")
+    ap.add_argument("--members", type=int, nargs="+", default=[8, 32], help="stack sizes (even)")
+    ap.add_argument("--steps", type=int, default=16, help="chorales (steps) per timed run")
+    ap.add_argument("--repeats", type=int, default=3, help="timed runs (the median is reported)")
     args = ap.parse_args()
     device = torch.device(args.device)
     torch.set_num_threads(1)
     torch.set_flush_denormal(True)
-    data = datasets.load_jsb()
-    cfg = replace(settings.QUICK["jsb"], epochs=1)
-    total = [0.0, 0.0]
+    train = datasets.load_jsb()["train"][:args.steps]
+    cfg = settings.QUICK["jsb"]
     where = "one thread" if device.type == "cpu" else torch.cuda.get_device_name(device)
-    for name, members in sweeps(max(8, args.models)).items():
-        t_author, t_stack, diff = timed(cfg, data, members, device)
-        total = [total[0] + t_author, total[1] + t_stack]
-        print(f"sweep {name!r}: {len(members)} JSB RNNs, 1 epoch, {where}; largest parameter "
-              f"difference, stack vs author-style loop: {diff:.1e}")
-        print(f"  author-style loop, model after model (nn.RNN, SGD, SVD every stable step): "
-              f"{t_author:.2f} s")
-        print(f"  one stack (batched matmuls, hand-written BPTT; includes the test evaluation): "
-              f"{t_stack:.2f} s  ratio {t_author / t_stack:.1f}x")
-    print(f"speed-up over both sweeps: {total[0] / total[1]:.1f}x")
+    print(f"JSB tanh RNNs (nhid {cfg.hidden}), half stable; {args.steps} chorales, one per step; "
+          f"median of {args.repeats} after a warm-up; {where}")
+    for M in args.members:
+        members = members_of(M)
+        (t_loop, ref), (t_stack, got) = (timed(make, train, cfg, members, device, args.repeats)
+                                         for make in (author_loop, stack_loop))
+        ms_loop, ms_stack = (1e3 * statistics.median(t) / args.steps for t in (t_loop, t_stack))
+        spread = lambda t: f"{1e3 * min(t) / args.steps:.1f}-{1e3 * max(t) / args.steps:.1f}"  # noqa: E731
+        diff = max(float((got[j][n] - r[n].detach()).abs().max()) for j, r in enumerate(ref) for n in r)
+        print(f"{M} members: author-style loop {ms_loop:.2f} ms/step ({spread(t_loop)}), "
+              f"stack {ms_stack:.2f} ms/step ({spread(t_stack)}), ratio {ms_loop / ms_stack:.1f}x; "
+              f"largest parameter difference {diff:.1e}")
 
 
 if __name__ == "__main__":
