@@ -81,8 +81,9 @@ def _inverse_sqrt(N: torch.Tensor) -> torch.Tensor:
 
 
 def project_spectral_ns(W: torch.Tensor, max_norm: float = 1.0) -> torch.Tensor:
-    """App. C's :math:`P(W) = U_W \\mathrm{diag}(\\min(\\sigma_i, \\lambda)) V_W^\\top` by matmuls only
-    (batched over leading dimensions; computed in float64, returned in W's dtype), for a GPU:
+    """App. C's projection, eq. (sm-proj) of the chapter stable_models,
+    :math:`P(W) = U_W \\mathrm{diag}(\\min(\\sigma_i, \\lambda)) V_W^\\top`, by matmuls only (batched over
+    leading dimensions; computed in float64, returned in W's dtype), for a GPU:
 
     .. math:: P(W) = W\\,\\max(C, I)^{-1/2},\\quad C = W^\\top W/\\lambda^2,\\quad
               \\max(C, I) = \\tfrac12\\big(C + I + (C - I)\\,\\mathrm{sign}(C - I)\\big),
@@ -96,14 +97,12 @@ def project_spectral_ns(W: torch.Tensor, max_norm: float = 1.0) -> torch.Tensor:
     error in :math:`\\sigma` is about :math:`\\lambda\\gamma\\max_x x(1 - s_k(x))/4 < 10^{-7}` for
     :math:`\\gamma \\le 10^3` with ``NS_SIGN_STEPS``; ``NS_ISQRT_STEPS`` reach 1e-12 on [1e-3, 1].
     A feasible W (every :math:`\\sigma_i \\le \\lambda`) comes back as W to rounding."""
-    shape, n = W.shape, W.shape[-1]
-    V = W.reshape(-1, *shape[-2:]).double()
-    C = torch.bmm(V.transpose(1, 2), V) / max_norm ** 2
+    W64 = W.reshape(-1, *W.shape[-2:]).double()
+    C = torch.bmm(W64.transpose(1, 2), W64) / max_norm ** 2
+    eye = torch.eye(C.shape[-1], dtype=C.dtype, device=C.device)
     gamma = C.abs().sum(-1).amax(-1).clamp(min=1.0)[:, None, None]
-    C_I = C - torch.eye(n, dtype=C.dtype, device=C.device)
-    M = torch.baddbmm(C + torch.eye(n, dtype=C.dtype, device=C.device), C_I, _sign(C_I / gamma),
-                      alpha=1.0) / 2
-    return torch.bmm(V, _inverse_sqrt(M / gamma) / gamma.sqrt()).to(W.dtype).reshape(shape)
+    M = torch.baddbmm(C + eye, C - eye, _sign((C - eye) / gamma)) / 2
+    return torch.bmm(W64, _inverse_sqrt(M / gamma) / gamma.sqrt()).to(W.dtype).reshape(W.shape)
 
 
 def _rescale(block: torch.Tensor, c: float, mode: str) -> torch.Tensor:
