@@ -346,3 +346,112 @@ def test_a_horizon_shorter_than_the_longest_k_is_refused_and_short_full_runs_kee
     assert experiments.resolve(horizon_q=7, **kw).horizon_q == 7
     assert experiments.checkpoint_steps(500, "full") == (500,)
     assert experiments.checkpoint_steps(40_000, "full") == (20_000, 40_000)
+
+
+def test_hankel_rank_and_tail_share_tell_long_memory_from_short():
+    """C12's measures: the d_hat = 2 teacher (lam_hat = 1) has Hankel rank 2 and keeps about half its
+    response beyond q/2; the zero-loss short-memory construction fits the first k taps exactly, with
+    a tail share near 0 and more modes than the teacher; the halved teacher forgets."""
+    lam, w = experiments.TEACHERS[2]
+    h = theory.teacher_impulse(lam, w, 60).numpy()
+    assert theory.hankel_rank(h) == 2 and 0.5 < theory.tail_share(h) < 0.55
+    for k in (3, 4):
+        built = theory.short_memory_student(lam, w, k, 60)
+        assert np.abs(built[:k] - h[:k]).max() <= 1e-12
+        assert theory.tail_share(built) < 1e-6 and theory.hankel_rank(built) > 2
+    short = theory.teacher_impulse(*experiments.short_teacher(lam, w), 60).numpy()
+    assert theory.tail_share(short) < 1e-6 and theory.hankel_rank(short) == 2
+    assert theory.tail_share(np.array([1.0, np.inf])) == math.inf and theory.hankel_rank(np.full(4, np.nan)) == -1
+
+
+def memory_rows(experiment, h, ks=(3, 4), n=3, loss=1e-9):
+    return [{"experiment": experiment, "d_hat": 2, "d": 20, "k": k, "h": h, "eps": 0.5, "loss": loss,
+             "lam": (1.0, -0.9), "diverged": False} for k in ks for _ in range(n)]
+
+
+def test_memory_check_needs_long_memory_and_its_control_to_forget():
+    """C12 and its control: learned students with the teacher's memory and a halved teacher's
+    students that forget pass; learned students of short memory fail, and so does a control that
+    keeps long memory (GD pushing atoms to 1 by itself); no converged run is inconclusive."""
+    lam, w = experiments.TEACHERS[2]
+    long_h = theory.teacher_impulse(lam, w, 60).numpy()
+    short_h = theory.teacher_impulse(*experiments.short_teacher(lam, w), 60).numpy()
+    built = theory.short_memory_student(lam, w, 3, 60)
+    check = lambda rows: experiments.memory_check(rows, 2, 20, 1e-6, lam, w, 60)
+    good = memory_rows("F1", long_h) + memory_rows("F2", long_h) + memory_rows("F1-short", short_h) \
+        + memory_rows("F2-short", short_h)
+    res = check(good)
+    assert res["passed"] and res["verdict"] == "reproduced" and res["ks"] == [3, 4]
+    assert res["construction"][3]["tail share"] < experiments.MEMORY_LINE
+    forgot = [{**r, "h": built} if r["experiment"] == "F2" else r for r in good]
+    assert check(forgot)["verdict"] == "not reproduced" and not check(forgot)["long"]
+    kept = [{**r, "h": long_h} if r["experiment"] == "F1-short" else r for r in good]
+    assert check(kept)["verdict"] == "not reproduced" and not check(kept)["control fails"]
+    wide = theory.teacher_impulse((1.0, -0.9, 0.6, -0.3), (0.3, 0.3, 0.2, 0.2), 60).numpy()  # rank 4
+    assert not check([{**r, "h": wide} if r["experiment"] == "F1" else r for r in good])["low"]
+    unconverged = [{**r, "loss": 1e-3} if r["experiment"] == "F2" else r for r in good]
+    assert check(unconverged)["verdict"] == "inconclusive"
+    own = [{**r, "experiment": r["experiment"] + "-mem"} if r["experiment"] in ("F1", "F2") else r for r in good]
+    assert check(own)["passed"]  # C12's own runs where the chapter does not sweep the d_hat = 2 teacher
+    other = [{**r, "lam": (0.9, -0.5)} if r["experiment"] == "F1" else r for r in good]
+    assert check(other)["verdict"] == "inconclusive"  # another teacher's F1 runs are not C12's
+
+
+def test_c12_runs_its_own_students_only_where_the_chapter_does_not():
+    """C12 reads F1's and F2's runs of the default d_hat = 2 teacher with k = 3, 4, else trains its own;
+    its control (the teacher's eigenvalues halved) always."""
+    names = lambda S: {c.experiment for c in experiments.later_sweep(S, 0, "quick")}
+    assert experiments.memory_reuses(resolve()) and "F1-mem" not in names(resolve())
+    assert {"F1-short", "F2-short"} <= names(resolve())
+    for S in (resolve(d_hat=[1]), resolve(d_hat=[3]), resolve(d_hat=[2], teacher_eigs=[[0.9, -0.5]])):
+        assert not experiments.memory_reuses(S) and {"F1-mem", "F2-mem"} <= names(S)
+
+
+def bound_rows(ratio_of_seed, ks, loss_of, experiment="F1", eps_of=None):
+    rows = []
+    for k in ks:
+        for i, c in enumerate(ratio_of_seed):
+            L = loss_of(k, i)
+            rows.append({"experiment": experiment, "d": 20, "lam": (1.0, -0.9), "w": (0.5, 0.5), "k": k,
+                         "variant": "sym_bal", "init_scale": 1e-2, "d_hat": 2, "diverged": False, "loss": L,
+                         "eps": eps_of(k, i) if eps_of else c * math.sqrt(L)})
+    return rows
+
+
+def test_loss_bound_fits_c_on_the_first_seed_and_its_control_must_break_it():
+    """C6 across runs: eps = c sqrt(L) with one c for every seed passes, and the per-seed values
+    are each seed's largest ratio; a seed at 3c fails; so does a control below the line that
+    extrapolates (eps vanishing with L there)."""
+    loss = lambda k, i: 10.0 ** -(6 + k - 5 + i)
+    above = bound_rows([17.0, 16.0, 17.5], (5, 6), loss)
+    below = bound_rows([1, 1, 1], (2, 3), lambda k, i: 1e-10, eps_of=lambda k, i: 0.5)
+    res = experiments.loss_bound(above, below, 1e-6)
+    assert res["passed"] and res["c fitted (seed 1)"] == pytest.approx(17.0)
+    assert list(res["c per seed"]) == ["seed 1", "seed 2", "seed 3"] and res["runs above"] == 6
+    assert res["below / fitted c"] > 1e3 and res["Spearman across runs"] > 0.9
+    assert experiments.seed_positions(above) == [0, 1, 2, 0, 1, 2]
+    off = bound_rows([17.0, 16.0, 3 * 17.0], (5, 6), loss)
+    assert not experiments.loss_bound(off, below, 1e-6)["held"]
+    extrapolating_below = bound_rows([17.0] * 3, (2, 3), lambda k, i: 1e-10)
+    res = experiments.loss_bound(above, extrapolating_below, 1e-6)
+    assert res["held"] and not res["control fails"] and not res["passed"]
+    assert not experiments.loss_bound(above[:1], below, 1e-6)["testable"]  # one seed: nothing to check
+
+
+def test_the_long_memory_gru_teacher_runs_in_the_full_profile_only():
+    """C8's long-memory teacher (lam_hat = 1) is the full profile's; its students draw their own seeds."""
+    assert resolve(profile="full").gru_long and not resolve().gru_long
+    assert experiments.GRU_LONG_TEACHER[0][0] == 1.0 and math.isclose(sum(experiments.GRU_LONG_TEACHER[1]), 1.0)
+    assert experiments.short_teacher((1.0, -0.9), (0.5, 0.5)) == ((0.5, -0.45), (0.5, 0.5))
+    assert experiments.memory_ks(1) == [2] and experiments.memory_ks(2) == [3, 4]
+
+
+def test_ratio_along_runs_stays_put_only_where_eps_goes_with_sqrt_l():
+    """C6 (reported): eps = c sqrt(L) along a run moves the ratio by nothing; eps that stays put while
+    L falls 100-fold moves it tenfold."""
+    L = np.array([1e-4, 1e-5, 1e-6])
+    with_l = {"ck_loss": L, "ck_eps": 17 * np.sqrt(L), "diverged": False}
+    without = {"ck_loss": L, "ck_eps": np.full(3, 0.5), "diverged": False}
+    assert experiments.ratio_along_runs([with_l])["largest move"] == pytest.approx(1.0)
+    res = experiments.ratio_along_runs([without])
+    assert res["largest move"] == pytest.approx(10.0) and res["median decades of L"] == pytest.approx(2.0)

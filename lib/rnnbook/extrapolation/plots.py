@@ -83,8 +83,10 @@ def plot_prop3(lam: Sequence[float], w: Sequence[float], k: int, h_gd: np.ndarra
     return fig
 
 
-def plot_convergence(rows: Sequence[dict], example: dict):
-    """F4: (a) final L against eps for runs with k > 2 d_hat; (b) L(t) and eps(t) of one run."""
+def plot_convergence(rows: Sequence[dict], example: dict, bound: float | None = None, factor: float = 2.0):
+    """F4: (a) final L against eps for runs with k > 2 d_hat, with C6's bound
+    :math:`\\epsilon_q = c\\sqrt L` (``bound`` = c, dashed) and ``factor`` times it (dotted);
+    (b) L(t) and eps(t) of one run."""
     import matplotlib.pyplot as plt
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(8.2, 4.2))
@@ -92,6 +94,11 @@ def plot_convergence(rows: Sequence[dict], example: dict):
         sub = experiments.select(rows, variant=variant)
         a.scatter([r["loss"] for r in sub], [r["eps"] for r in sub], color=f"C{i}",
                   label=train.VARIANTS[variant], alpha=0.8)
+    losses = [r["loss"] for r in rows if r["loss"] > 0 and math.isfinite(r["loss"])]
+    if bound is not None and math.isfinite(bound) and losses:
+        L = np.geomspace(min(losses), max(losses), 50)
+        a.plot(L, bound * np.sqrt(L), "k--", lw=1, label=f"C6: $\\epsilon_q = {bound:.3g}\\sqrt{{L}}$")
+        a.plot(L, factor * bound * np.sqrt(L), "k:", lw=1, label=f"{factor:g} × that")
     a.set(xscale="log", yscale="log", xlabel="final loss $L$", ylabel=r"$\epsilon_q$ at the end",
           title="(a) runs with $k>2\\hat d$")
     a.legend()

@@ -258,6 +258,42 @@ def w1_distance(mu: np.ndarray, wts: np.ndarray, lam: Sequence[float], w: Sequen
     return float(np.sum(np.abs(cdf[:-1]) * np.diff(x[order])))
 
 
+def hankel_rank(h: np.ndarray, rel: float = 1e-2) -> int:
+    """C12 (§1, §6): the state dimension an impulse response h (j < q) needs, as the numerical rank
+    of its Hankel matrix :math:`(h_{i+j})_{i,j<q/2}` (Kronecker: the rank of the infinite Hankel
+    matrix is the smallest state dimension realising h): singular values at least ``rel`` times the
+    largest. A non-finite h has no rank (-1)."""
+    n = len(h) // 2
+    H = np.asarray(h)[np.arange(n)[:, None] + np.arange(n)[None, :]]
+    if not np.all(np.isfinite(H)):
+        return -1
+    s = np.linalg.svd(H, compute_uv=False)
+    return int((s >= rel * s[0]).sum())
+
+
+def tail_share(h: np.ndarray) -> float:
+    """C12 (§1, §6): the memory of an impulse response h (j < q),
+    :math:`\\max_{j\\ge q/2}|h_j| / \\max_j|h_j|`: about :math:`\\rho^{q/2}` for a slowest mode of
+    modulus ρ; near 0 for short memory, about 1/2 for the default teachers (λ̂ = 1), above 1 for a
+    growing mode (inf where h is not finite)."""
+    h = np.abs(np.asarray(h, dtype=float))
+    if not np.all(np.isfinite(h)):
+        return math.inf
+    return float(h[len(h) // 2:].max() / h.max())
+
+
+def short_memory_student(lam: Sequence[float], w: Sequence[float], k: int, n: int) -> np.ndarray:
+    """C12's construction: the impulse response (j < n) of a zero-loss student of *short* memory,
+    k diagonal modes at :math:`\\mu` = linspace(-0.5, 0.5, k) whose signed weights solve the
+    Vandermonde system :math:`\\sum_i v_i\\mu_i^j = \\hat h_j`, j < k (it fits the teacher's first k
+    taps exactly; its memory decays at least like :math:`0.5^j`)."""
+    mu = np.linspace(-0.5, 0.5, k)
+    j = np.arange(max(n, k))
+    h_hat = (np.asarray(w)[:, None] * np.asarray(lam)[:, None] ** j[:k]).sum(0)
+    v = np.linalg.solve(mu[None, :] ** j[:k, None], h_hat)
+    return (v[:, None] * mu[:, None] ** j[None, :n]).sum(0)
+
+
 def conserved(A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
     """C2 (§5.2's students): :math:`Q = AA^\\top - A^\\top A + BB^\\top - C^\\top C`, conserved by
     gradient flow on any loss of the impulse response (which is invariant under
