@@ -322,6 +322,25 @@ def test_oscillation_and_ipr():
     assert curvature.ipr(np.ones((4, 1)))[0] == pytest.approx(0.25)
 
 
+def test_eigvec_concentration():
+    """F5V's numbers: a unit eigenvector on one coordinate has participation number 1, one spread
+    evenly over all 25 has 25; the recurrent share counts A's 16 (dense) and λ's 8 (c-diag)
+    coordinates. On a teacher's batch Hessians (Fig. 4's 64 x 300) the top-4 eigenvectors of both
+    networks lie on the recurrent parameters, and the c-diag ones on fewer coordinates."""
+    one = {"vec_dense": np.eye(25), "vec_cdiag": np.eye(25)[:, ::-1]}
+    c = curvature.eigvec_concentration(one)
+    assert c["dense"] == {"participation": 1.0, "recurrent share": 1.0}
+    assert c["cdiag"] == {"participation": 1.0, "recurrent share": 0.0}  # the last four: C_im, D
+    flat = {n: np.ones((25, 4)) for n in ("vec_dense", "vec_cdiag")}
+    c = curvature.eigvec_concentration(flat)
+    assert c["dense"]["participation"] == pytest.approx(25) and c["dense"]["recurrent share"] == pytest.approx(16 / 25)
+    assert c["cdiag"]["recurrent share"] == pytest.approx(8 / 25)
+    x = torch.randn(1, 64, 300, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
+    c = curvature.eigvec_concentration(curvature.hessians(curvature.small_teacher(7), 300, models.lag_moments(x)[0]))
+    assert min(c[n]["recurrent share"] for n in c) > 0.95
+    assert c["cdiag"]["participation"] < c["dense"]["participation"]
+
+
 def test_learn_theta_batched_equals_single():
     both = curvature.learn_theta(["polar", "exp"], [True, False], 60)
     one = curvature.learn_theta(["exp"], [False], 60)
@@ -575,6 +594,28 @@ def test_f6_runs_on_the_given_device(device):
         assert np.max(np.abs(a - b)) <= 1e-3 * np.max(np.abs(b)), k
 
 
+def test_f6_per_block_gradients_and_fig13_table():
+    """Fig. 13 (F6L): each block's λ-gradient second moment averages (blocks of equal size) to the
+    network's; a block's "rest" is its own parameters only, so the blocks' rest, weighted by
+    their sizes, falls short of the whole network's by the encoder and decoder; the table gives the
+    paper's growth where its notebook prints one and "—" for the GRU."""
+    x = propagation.substitute_inputs(4, 16, 6, torch.Generator().manual_seed(0))
+    r = propagation.signal_propagation("c-diag", [1.0, 100.0], ["none", "none"], x, 6, 2, 0)
+    assert r["g2l_lambda"].shape == (2, 4)
+    assert np.allclose(r["g2l_lambda"].mean(1), r["g2_lambda"], rtol=1e-12)
+    p = propagation.init_deep("c-diag", [1.0], 6, 6, torch.Generator())
+    leaves = propagation._leaves(p)
+    n_block = sum(t[0].numel() for n, t in leaves.items() if n.startswith("0.") and n[2:4] not in ("l1", "l2"))
+    n_all = sum(t[0].numel() for n, t in leaves.items() if n.split(".")[1] not in ("l1", "l2"))
+    assert np.all(r["g2l_rest"].sum(1) * n_block < r["g2_rest"] * n_all)
+    g2_layer = {"c-diag": {"lambda": np.array([[1.0, 2, 3, 4], [10, 20, 30, 80]])},
+                "GRU": {"rest": np.ones((2, 4))}}
+    rows = propagation.layer_growth(g2_layer, [1.0, 100.0])
+    assert rows[0]["ours: τ=100 over τ=1, blocks 1-4"] == "10, 10, 10, 20"
+    assert rows[0]["ours: blocks' max/min at τ=100"] == "8" and rows[0]["paper: blocks' max/min"] == "8.7"
+    assert rows[1]["paper: τ=100 over τ=1"] == "—"
+
+
 def test_c10_check_verdicts():
     f10 = {"LRU": {"1π": 1e-3, "0.01π": 1e-4}, "complex diag": {"1π": 1e-2, "0.01π": 1e-2},
            "RNN": {"1π": 1.0, "0.01π": 3.0}}
@@ -707,11 +748,11 @@ def test_evidence_reason_only_where_not_reproduced():
 
 
 def test_report_names_only_figures_and_claims_of_the_chapter():
-    """The findings table names our figures (F1-F12, E1, E2) and claims (C1-C12) only, and every
+    """The findings table names our figures (F1-F12, F5V, F6L, E1, E2) and claims (C1-C12) only, and every
     row without one of ours is 'not run' (the quick run's own names: tests/test_chapters.py)."""
     from rnnbook import report as report_mod
     from rnnbook.curse_of_memory.report import FINDINGS, SUMMARY
-    figures = {f"F{i}" for i in range(1, 13)} | {"E1", "E2"}
+    figures = {f"F{i}" for i in range(1, 13)} | {"F5V", "F6L", "E1", "E2"}
     claims_ = {f"C{i}" for i in range(1, 13)}
     assert report_mod.unknown_names(FINDINGS, figures, claims_) == []
     assert all((f.outcome == "not run") == (not f.names) for f in FINDINGS)

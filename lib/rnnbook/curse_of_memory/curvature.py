@@ -3,8 +3,8 @@
 K7 (``block_H`` of ``figures/effect_shrink_eigvals.ipynb``: the Hessian of a complex diagonal network
 at the optimum over its eigenvalues), F10 (Fig. 10, the theory Hessian for several phase ranges θ0),
 F7 (Fig. 6, the loss and its curvature under the polar, exp and "optimal" parametrisations), K9 (the
-Hessians of F5 and claim C6, with their eigenvectors' participation ratio) and F8 (learning the phase
-θ, claim C12). float64 throughout.
+Hessians of F5 and claim C6, with their eigenvectors' participation ratio; F5V, Fig. 4's top
+eigenvectors) and F8 (learning the phase θ, claim C12). float64 throughout.
 """
 from __future__ import annotations
 
@@ -223,6 +223,28 @@ def spectra_distance(e1: np.ndarray, e2: np.ndarray, k: int = 9) -> float:
     """C6, "similar spectra": the median over the top ``k`` (= 2n+1) eigenvalues, each spectrum sorted
     by magnitude, of :math:`|\\log_{10}(|e_{1,i}|/|e_{2,i}|)|` (decades)."""
     return float(np.median(np.abs(np.log10(np.abs(e1[:k]) / np.abs(e2[:k])))))
+
+
+# F5V (Fig. 4's eigenvector panels): the parameter groups of :func:`hessians`, in its order; the
+# recurrent ones (A, λ) first
+PARAM_GROUPS = {"dense": (("A", 16), ("B", 4), ("C", 4), ("D", 1)),
+                "cdiag": (("λ_re", 4), ("λ_im", 4), ("B_re", 4), ("B_im", 4), ("C_re", 4), ("C_im", 4),
+                          ("D", 1))}
+
+
+def eigvec_concentration(h: dict[str, np.ndarray], k: int = 4) -> dict[str, dict[str, float]]:
+    """F5V (Fig. 4's top-eigenvector panels; reported): per network of one :func:`hessians` dict,
+    over its top ``k`` eigenvectors, the mean participation number :math:`1/\\sum_iv_i^4` (how many of
+    the 25 coordinates a unit eigenvector spreads over: 1 on one, 25 evenly on all) and the mean
+    share of their squared weight on the recurrent parameters (the dense :math:`A`; c-diag
+    :math:`\\lambda_{re}, \\lambda_{im}`; :data:`PARAM_GROUPS`)."""
+    out = {}
+    for n, groups in PARAM_GROUPS.items():
+        rec = sum(size for name, size in groups if name[0] in "Aλ")
+        v = h[f"vec_{n}"][:, :k] / np.linalg.norm(h[f"vec_{n}"][:, :k], axis=0)
+        out[n] = {"participation": float((1 / ipr(v)).mean()),
+                  "recurrent share": float((v[:rec] ** 2).sum(0).mean())}
+    return out
 
 
 C6_SPECTRA, C6_SHARE = 1.0, 2 / 3  # C6: at most one decade apart; concentrated for 2 teachers in 3

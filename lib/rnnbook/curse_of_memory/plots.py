@@ -1,4 +1,4 @@
-"""Figures of the curse-of-memory chapter (Zucchet & Orvieto, NeurIPS 2024): F1-F12, E1, E2.
+"""Figures of the curse-of-memory chapter (Zucchet & Orvieto, NeurIPS 2024): F1-F12, F5V, F6L, E1, E2.
 
 Named functions returning a matplotlib Figure; the computations they draw live in the chapter's
 other modules. Presentation only: the results cache's version leaves this module out, so a change
@@ -162,6 +162,43 @@ def plot_f5(h: dict, eff: dict[str, dict[str, float]], ceiling: float) -> "plt.F
     return fig
 
 
+def _tex(name: str) -> str:
+    """A parameter name of :data:`~rnnbook.curse_of_memory.curvature.PARAM_GROUPS` as mathtext."""
+    base, _, sub = name.partition("_")
+    tex = base.replace("λ", r"\lambda") + (f"_{{{sub}}}" if sub else "")
+    return f"${tex}$"
+
+
+def plot_f5v(h: dict, k: int = 9) -> "plt.Figure":
+    """F5V (Fig. 4's eigenvector panels): the top ``k`` unit eigenvectors (rows, by |eigenvalue|) of
+    the dense and complex diagonal Hessians of one :func:`~rnnbook.curse_of_memory.curvature.hessians`
+    dict, one column per parameter, the groups of
+    :data:`~rnnbook.curse_of_memory.curvature.PARAM_GROUPS` apart; each row's sign set so that its
+    largest entry is positive; right: its participation number :math:`1/\\sum_iv_i^4`."""
+    import matplotlib.pyplot as plt
+    from rnnbook.curse_of_memory.curvature import PARAM_GROUPS, ipr
+    fig, axs = plt.subplots(2, 1, figsize=(9.4, 7.4))
+    for ax, (n, title) in zip(axs, (("dense", "dense RNN"), ("cdiag", "complex diagonal"))):
+        v = h[f"vec_{n}"][:, :k] / np.linalg.norm(h[f"vec_{n}"][:, :k], axis=0)
+        v = v * np.sign(v[np.abs(v).argmax(0), np.arange(k)])
+        blocks, centres, start, x0 = [], [], 0, 0
+        for _, size in PARAM_GROUPS[n]:
+            blocks += [v[start:start + size].T, np.full((k, 1), np.nan)]
+            centres.append(x0 + (size - 1) / 2)
+            start, x0 = start + size, x0 + size + 1
+        im = ax.imshow(np.hstack(blocks[:-1]), cmap="PRGn", vmin=-1, vmax=1, aspect="auto")
+        ax.set_xticks(centres, [_tex(g) for g, _ in PARAM_GROUPS[n]])
+        ax.set_yticks(range(k), range(1, k + 1))
+        ax.set_ylabel("eigenvector rank")
+        ax.set_title(f"top {k} eigenvectors, {title}")
+        ax.grid(False)
+        right = ax.secondary_yaxis("right")
+        right.set_yticks(range(k), [f"{p:.1f}" for p in 1 / ipr(v)])
+        right.set_ylabel("1/IPR")
+    fig.colorbar(im, ax=axs.tolist(), orientation="horizontal", shrink=0.6, pad=0.08, ticks=[-1, 0, 1])
+    return fig
+
+
 def plot_f8(runs: dict[str, np.ndarray]) -> "plt.Figure":
     """F8: loss along training for the polar and exp angle parametrisations (true Adam, and the
     notebook's sign descent)."""
@@ -278,6 +315,29 @@ def plot_f6(taus, act: dict[str, np.ndarray], g2: dict[str, dict[str, np.ndarray
     for ax in axs:
         ax.set_xlabel(r"characteristic time $\tau$")
         ax.legend()
+    return fig
+
+
+def plot_f6l(taus, g2_layer: dict[str, dict[str, np.ndarray]]) -> "plt.Figure":
+    """F6L (Fig. 13, Fig. 5B block by block): per model, the gradient second moment of each group
+    against τ, one line per block (light: block 1, dark: block 4), no normalisation; "others": the
+    block's other parameters."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import to_rgb
+    names = {"lambda": r"$\lambda$", "nu": r"$\omega_\nu$", "theta": r"$\omega_\theta$",
+             "GRU layer": "recurrent layer", "rest": "others"}
+    fig, axs = plt.subplots(1, 3, figsize=(9.4, 4.0), sharey=True)
+    for ax, (m, groups) in zip(axs, g2_layer.items()):
+        for j, (k, v) in enumerate(groups.items()):
+            blocks = v.shape[1]
+            for b in range(blocks):
+                w = (blocks - 1 - b) / (blocks + 1)  # white share: block 1 lightest
+                ax.loglog(taus, v[:, b], "-", color=tuple(w + (1 - w) * c for c in to_rgb(f"C{j}")),
+                          label=names[k] if b == blocks - 1 else None)
+        ax.set_title(m)
+        ax.set_xlabel(r"$\tau$")
+        ax.legend(fontsize=11)
+    axs[0].set_ylabel("gradient second moment")
     return fig
 
 

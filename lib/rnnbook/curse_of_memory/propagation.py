@@ -1,7 +1,8 @@
 """Signal propagation and GRUs for the curse-of-memory chapter (Zucchet & Orvieto, NeurIPS 2024).
 
-Serves the chapter "curse_of_memory": F6 (Fig. 5: deep networks at initialisation, claims C7, C8),
-F12 (Figs. 12, 14, 15: GRUs whose gates ignore h behave like diagonal networks, claim C9) and K10
+Serves the chapter "curse_of_memory": F6 (Fig. 5: deep networks at initialisation, claims C7, C8;
+F6L, Fig. 13: the same block by block), F12 (Figs. 12, 14, 15: GRUs whose gates ignore h behave like
+diagonal networks, claim C9) and K10
 (the GRU's second moments). The paper fed BERT layer-0 embeddings of Wikipedia; we cannot download
 them, so every input here is the specification's **synthetic substitute** (spec §8): independent
 features :math:`x = w + z`, white :math:`w\\sim\\mathcal N(0, .332)` plus an AR(1) :math:`z` with
@@ -237,9 +238,12 @@ def signal_propagation(kind: str, taus: Sequence[float], norms: Sequence[str], x
     program): the mean squared output of every block and the second moment of the
     gradient of the notebook's loss (output t+1 against input t, ``preds[:, 1:]`` vs
     ``inputs[:, :-1]``) per parameter group of :data:`GRAD_GROUPS` (mean over the group's entries,
-    as the notebook's ``jnp.mean(flat**2)``), averaged over batches of ``batch`` sequences of
-    x (n, T, d_in). Runs on x's device (the networks drawn from ``seed`` on the CPU, then moved); the
-    per-batch results add up there and come back as NumPy once, at the end."""
+    as the notebook's ``jnp.mean(flat**2)``; ``g2_<group>``, (R,)) and, for Fig. 13 (the notebook's
+    cell 12), per group and block over that block's parameters alone (``g2l_<group>``, (R, blocks);
+    "rest" there leaves out the encoder and decoder, as the notebook's ``all_but_lambda_<i>``),
+    averaged over batches of ``batch`` sequences of x (n, T, d_in). Runs on x's device (the networks
+    drawn from ``seed`` on the CPU, then moved); the per-batch results add up there and come back as
+    NumPy once, at the end."""
     gen = torch.Generator().manual_seed(seed)
     dev = x.device
     p = _to_device(init_deep(kind, taus, x.shape[-1], d, gen, dtype=x.dtype), dev)
@@ -254,6 +258,8 @@ def signal_propagation(kind: str, taus: Sequence[float], norms: Sequence[str], x
     act = x.new_zeros(R, len(p["layers"]), dtype=torch.float64)
     group = {n: GRAD_GROUPS[kind].get(n.split(".")[1], "rest") for n in leaves}
     g2 = {k: x.new_zeros(R, dtype=torch.float64) for k in dict.fromkeys(group.values())}
+    block = {n: int(n.split(".")[0]) if n[0].isdigit() else None for n in leaves}
+    g2l = {k: x.new_zeros(R, len(p["layers"]), dtype=torch.float64) for k in g2}
     for i in range(nb):
         xb = x[i * batch:(i + 1) * batch]
         y, outs = deep_forward(kind, p, xb, code)
@@ -261,10 +267,17 @@ def signal_propagation(kind: str, taus: Sequence[float], norms: Sequence[str], x
         loss = ((y[:, :, 1:] - xb[None, :, :-1]) ** 2).mean((1, 2, 3))
         gs = torch.autograd.grad(loss.sum(), list(leaves.values()))
         for key in g2:
-            sel = [g for n, g in zip(leaves, gs) if group[n] == key]
-            tot = sum((g.double() ** 2).flatten(1).sum(1) for g in sel)
-            g2[key] += tot / sum(g[0].numel() for g in sel) / nb
-    return {"act": act.cpu().numpy(), **{f"g2_{k}": v.cpu().numpy() for k, v in g2.items()}}
+            g2[key] += _mean_square([g for n, g in zip(leaves, gs) if group[n] == key]) / nb
+            for b in range(len(p["layers"])):
+                g2l[key][:, b] += _mean_square([g for n, g in zip(leaves, gs)
+                                                if group[n] == key and block[n] == b]) / nb
+    return {"act": act.cpu().numpy(), **{f"g2_{k}": v.cpu().numpy() for k, v in g2.items()},
+            **{f"g2l_{k}": v.cpu().numpy() for k, v in g2l.items()}}
+
+
+def _mean_square(gs: Sequence[torch.Tensor]) -> torch.Tensor:
+    """F6: per net (the first axis), the mean over every entry of ``gs`` of the squared gradient."""
+    return sum((g.double() ** 2).flatten(1).sum(1) for g in gs) / sum(g[0].numel() for g in gs)
 
 
 def _to_device(p: dict, dev: torch.device) -> dict:
@@ -313,6 +326,36 @@ def c8_check(act: dict[str, np.ndarray], taus: Sequence[float]) -> dict:
     r = {m: float(a[i2, -1] / a[i1, -1]) for m, a in act.items()}
     return {"act(100)/act(1), block 4": r,
             "passed": bool(r["LRU"] <= 10 and r["GRU"] <= 10 and r["c-diag"] >= 1e2)}
+
+
+# Fig. 13 (the notebook's cell 12, the frame it prints; BERT inputs, 512 tokens, no normalisation):
+# per block 1-4, the gradient second moment at tau = 1 and tau = 100 by model and group ("rest": the
+# block's parameters but lambda, the notebook's all_but_lambda_<i>). Its GRU panel is empty.
+FIG13_PAPER = {
+    ("c-diag", "lambda"): ((2.09e-6, 3.35e-6, 3.44e-6, 4.01e-6), (4.28e10, 2.08e10, 4.92e9, 3.13e10)),
+    ("c-diag", "rest"): ((1.03e-6, 1.39e-6, 1.54e-6, 1.44e-6), (2.84e6, 1.68e6, 1.23e6, 7.40e5)),
+    ("LRU", "nu"): ((8.63e-8, 1.04e-7, 1.03e-7, 2.57e-7), (4.34e-7, 2.32e-7, 1.93e-7, 1.99e-6)),
+    ("LRU", "theta"): ((5.76e-7, 7.75e-7, 1.57e-6, 1.97e-6), (1.65e-2, 1.28e-3, 5.74e-3, 1.05e-2)),
+    ("LRU", "rest"): ((4.44e-7, 4.88e-7, 5.05e-7, 5.13e-7), (3.37e-7, 2.49e-7, 2.73e-7, 4.99e-7)),
+}
+
+
+def layer_growth(g2_layer: dict[str, dict[str, np.ndarray]], taus: Sequence[float]) -> list[dict]:
+    """Fig. 13 (reported, not judged): per model and gradient group of F6's networks (no
+    normalisation), each block's gradient second moment at τ = 100 over τ = 1, and the blocks'
+    spread (max/min) at τ = 100, ours beside the paper's (:data:`FIG13_PAPER`; "—" where it has none).
+    ``g2_layer[model][group]``: (τ, block), as :func:`f6_run` returns it."""
+    i1, i2 = list(taus).index(1.0), int(np.argmin(np.abs(np.asarray(taus) - 100)))
+    fmt = lambda a: ", ".join(f"{v:.2g}" for v in a)  # noqa: E731
+    rows = []
+    for m, groups in g2_layer.items():
+        for k, v in groups.items():
+            paper = [np.array(a) for a in FIG13_PAPER[m, k]] if (m, k) in FIG13_PAPER else None
+            rows.append({"model": m, "group": k, "ours: τ=100 over τ=1, blocks 1-4": fmt(v[i2] / v[i1]),
+                         "paper: τ=100 over τ=1": fmt(paper[1] / paper[0]) if paper else "—",
+                         "ours: blocks' max/min at τ=100": f"{v[i2].max() / v[i2].min():.2g}",
+                         "paper: blocks' max/min": f"{paper[1].max() / paper[1].min():.2g}" if paper else "—"})
+    return rows
 
 
 # ============================================================================ F12: GRUs
@@ -436,9 +479,9 @@ def f6_run(cache, cfg: dict[str, int], seed: int, *, device: torch.device = torc
     """F6 (C7, C8): substitute inputs (``cfg``: d_in, d, tokens, seqs, batch), τ = 10^{k/2}, k = 0..4;
     c-diag under each normalisation, LRU and GRU without; cached. Returns taus, ``act[model]``
     (τ, block), ``g2[model][group]`` (no normalisation; the groups of :data:`GRAD_GROUPS` and
-    "rest") ``g2_norm[norm]`` (c-diag's λ) and ``g2_norm_rest[norm]`` (c-diag's other parameters, the
-    notebook's "all but lambda"). Draws on the CPU, computes on ``device`` (not part
-    of the cache key)."""
+    "rest") ``g2_layer[model][group]`` (τ, block; Fig. 13, no normalisation), ``g2_norm[norm]``
+    (c-diag's λ) and ``g2_norm_rest[norm]`` (c-diag's other parameters, the notebook's "all but
+    lambda"). Draws on the CPU, computes on ``device`` (not part of the cache key)."""
     taus = [10 ** (k / 2) for k in range(5)]
 
     def compute() -> dict[str, np.ndarray]:
@@ -457,6 +500,8 @@ def f6_run(cache, cfg: dict[str, int], seed: int, *, device: torch.device = torc
     return {"taus": taus, "act": {m: r[f"{m}|none|act"] for m in F6_MODELS},
             "g2": {m: {k: r[f"{m}|none|g2_{k}"] for k in (*dict.fromkeys(GRAD_GROUPS[m].values()), "rest")}
                    for m in F6_MODELS},
+            "g2_layer": {m: {k: r[f"{m}|none|g2l_{k}"] for k in (*dict.fromkeys(GRAD_GROUPS[m].values()), "rest")}
+                         for m in F6_MODELS},
             "g2_norm": {n: r[f"c-diag|{n}|g2_lambda"] for n in NORMS},
             "g2_norm_rest": {n: r[f"c-diag|{n}|g2_rest"] for n in NORMS}}
 
