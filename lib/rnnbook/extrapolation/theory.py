@@ -274,8 +274,8 @@ def hankel_rank(h: np.ndarray, rel: float = 1e-2) -> int:
 def tail_share(h: np.ndarray) -> float:
     """C12 (§1, §6): the memory of an impulse response h (j < q),
     :math:`\\max_{j\\ge q/2}|h_j| / \\max_j|h_j|`: about :math:`\\rho^{q/2}` for a slowest mode of
-    modulus ρ; near 0 for short memory, about 1/2 for the default teachers (λ̂ = 1), above 1 for a
-    growing mode (inf where h is not finite)."""
+    modulus ρ; near 0 for short memory, about 1/2 for the default teachers (λ̂ = 1), 1 for a
+    response that grows (its largest value lies in the tail; inf where h is not finite)."""
     h = np.abs(np.asarray(h, dtype=float))
     if not np.all(np.isfinite(h)):
         return math.inf
