@@ -831,3 +831,99 @@ def test_findings_name_only_figures_and_claims_of_the_chapter():
     names = {n for f in report.FINDINGS for n in f.names}
     assert names <= {f"F{i}" for i in range(2, 9)} | {"E1", "E2"} | {
         "C1", "C1-train", "C2-grad", *(f"C{i}" for i in range(2, 14))}
+
+
+# ---------------------------------------------------------------------------- C10's control, C12's shape, C14 (issue 44)
+def test_c10_ordering_counts_only_with_its_control_refused():
+    """C10 passes if the LSTM decays more slowly than the RNN at i = 20 and 40 and the control (the
+    LSTM with its forget gate shut) does not; C10-vanish is g(40)/g(1) < 1e-2 for both."""
+    rnn, lstm = {20: 1e-6, 40: 1e-11}, {20: 1e-4, 40: 1e-7}
+    init = {"rnn": rnn, "lstm": lstm}
+    ratio = {"unstable RNN": rnn, "unstable LSTM": lstm}
+    ok = experiments.c10_check(ratio, {20: 1e-11, 40: 1e-23}, init)
+    assert ok["passed"] and ok["vanish"] and ok["value"]["control refused"]
+    assert "forget gate shut: 1e-11, 1e-23" in experiments.c10_ours(ok["value"], "ptb_char")
+    assert not experiments.c10_check(ratio, {20: 1e-5, 40: 1e-10}, init)["passed"]  # control ordered
+    swapped = {"unstable RNN": lstm, "unstable LSTM": rnn}
+    assert not experiments.c10_check(swapped, {20: 1e-11, 40: 1e-23}, init)["passed"]
+    assert not experiments.c10_check({"unstable RNN": rnn, "unstable LSTM": {20: .5, 40: .1}},
+                                     {20: 1e-11, 40: 1e-23}, init)["vanish"]
+    assert experiments.decay_ratios(np.array([2.0] + [1.0] + [0.5] * 39)) == {20: .5, 40: .5}
+
+
+def test_forget_gate_shut_cuts_the_cell_path_and_leaves_the_net_alone():
+    """The control's LSTM forgets its cell state in one step (f ≈ 0), the original does not."""
+    cfg = settings.QUICK["ptb_char"]
+    net = models.make_net("lstm", dataclasses.replace(cfg, hidden=16, emb=8), 20, 20, 0.0, 0)
+    before = {n: p.clone() for n, p in net.state_dict().items()}
+    shut = experiments.forget_gate_shut(net)
+    assert all(torch.equal(before[n], p) for n, p in net.state_dict().items())
+    torch.manual_seed(1)
+    h, c1, c2, x = torch.randn(16), torch.randn(16), torch.randn(16), torch.randn(8)
+
+    def cell_change(n) -> float:  # how much the next cell state depends on the previous one
+        phi, project, _ = train.cell_map(n)
+        a, b = (phi(torch.cat([h, c]), project(x)) for c in (c1, c2))
+        return float((a[16:] - b[16:]).norm() / (c1 - c2).norm())
+    assert cell_change(shut) < 1e-3 < 0.1 < cell_change(net)
+
+
+def test_initial_net_is_trainings_start_and_leaves_the_generator_alone():
+    S, td = settings.resolve(**RESOLVE), train.TaskData("jsb", None, 88, 88)
+    state = torch.random.get_rng_state()
+    net = experiments.initial_net(S, td, "rnn")
+    assert torch.equal(state, torch.random.get_rng_state())
+    assert net.W_hh_norm() == pytest.approx(train.initial_W_hh_norm(S, td, "rnn"))
+
+
+@pytest.mark.parametrize(("g", "shape"), [
+    ([0, 3, 4, 5], True),      # rises, then grows slowly (the paper's Fig. 5)
+    ([0, 1, 2, 3], False),     # linear: the line
+    ([0, .1, .5, 2], False),   # grows faster late (ours)
+    ([0, 3, 3, 3], False)])    # rises, then stops
+def test_fig5_shape(g, shape):
+    assert experiments.fig5_shape(g) == shape
+
+
+@pytest.mark.parametrize(("gaps", "drift", "passed", "verdict"), [
+    ({5: [0, 3, 4, 5], 10: [0, 2, 2.5, 3], 40: [0, 1, 1.2, 1.4]}, [0, 5, 6, 7], True, None),
+    ({5: [0, 1, 2, 3], 10: [0, .1, .9, 1.2], 40: [0, 0, .01, .5]}, [0, 5, 6, 7], True, "partly"),
+    ({5: [0, 3, 4, 5], 10: [0, 2, 2.5, 3], 40: [0, 1, 1.2, 1.4]}, [0, 1, 2, 3], True, "partly"),
+    ({5: [0, 1, 1.2, 1.4], 10: [0, 2, 2.5, 3], 40: [0, 3, 4, 5]}, [0, 5, 6, 7], False, "partly"),
+    ({5: [0, 1, 2, 3], 10: [0, .1, .9, 3.5], 40: [0, 0, .01, .5]}, [0, 5, 6, 7], False,
+     "not reproduced")])
+def test_c12_judges_the_ordering_and_fig5s_shape(gaps, drift, passed, verdict):
+    """C12: the check is the ordering in k (and growth past epoch 1); reproduced only if every gap
+    also has Fig. 5's shape and the control (the reference's drift) has it too."""
+    S = settings.resolve(**RESOLVE)
+    c12 = experiments.c12_check({"rnn": gaps}, {"rnn": drift}, S)
+    assert (c12["passed"], c12["verdict"]) == (passed, verdict)
+    text = experiments.c12_ours(c12["value"], S)
+    assert "first-epoch rise / later growth per epoch" in text and "reference's drift" in text
+
+
+def _S_hat(r_star: int | None) -> dict[int, float]:
+    """E2's estimates on the grid 1, 4, 16, 64 with the first value below 1 at ``r_star``."""
+    return {r: 0.5 if r_star is not None and r >= r_star else 1.1 for r in (1, 4, 16, 64)}
+
+
+@pytest.mark.parametrize(("model", "fork", "constraint", "passed", "verdict"), [
+    (16, None, "row", True, "partly"),            # contracts by 2 log2 d, the control does not
+    (4, 64, "row", True, "partly"),               # the control contracts only at d/2
+    (64, None, "row", False, "not reproduced"),   # contracts only at d/2
+    (4, 4, "row", False, "not reproduced"),       # the control contracts as well: decides nothing
+    (4, None, "col_fork", False, "inconclusive")])
+def test_c14_prop2_rule_with_the_forks_lstm_as_control(model, fork, constraint, passed, verdict):
+    S = settings.resolve(**RESOLVE | {"lstm_constraint": constraint})
+    S_hat = {"jsb/lstm/stable": _S_hat(model), experiments.FORK_NAME: _S_hat(fork),
+             "ptb_char/lstm/stable": _S_hat(1)}
+    c14 = experiments.c14_check(S, S_hat)
+    assert (c14["passed"], c14["verdict"]) == (passed, verdict)
+    if verdict != "inconclusive":
+        assert c14["value"]["r bound"] == 16 and c14["value"]["r*"] == model
+        assert "(bound 16)" in experiments.c14_ours(c14["value"])
+
+
+def test_prop2_bound_is_the_grid_step_above_2_log2_d():
+    rs = [1, 4, 16, 64]
+    assert [experiments.prop2_r(d, rs) for d in (8, 128, 256, 1024, 10 ** 12)] == [16, 16, 16, 64, 64]

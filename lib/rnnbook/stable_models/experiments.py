@@ -2,10 +2,12 @@
 
 Table 1 (stable against unstable models on every task: C5, C6, C7), the truncation sweeps on JSB
 and the language models (C9, C11; F2, F4), the fork-style LSTM (E3), the contraction estimates (C8,
-E2) and the runs of F5 (C12); every training run goes through :func:`rnnbook.stable_models.train.fit`.
+C13, E2), the runs of F5 (C12) and the rules of C10 (Fig. 3), C12 (Fig. 5) and C14 (Prop. 2); every
+training run goes through :func:`rnnbook.stable_models.train.fit`.
 """
 from __future__ import annotations
 
+import copy
 import functools
 import math
 from pathlib import Path
@@ -18,6 +20,7 @@ from torch import nn
 from rnnbook import claims
 from rnnbook.display import Table, table
 from rnnbook.stable_models import constraints
+from rnnbook.stable_models.models import make_net
 from rnnbook.stable_models.settings import CELLS, METRIC, TASK_NAMES
 from rnnbook.stable_models.train import (Workers, contraction_estimate, embedded_windows, fit,
                                          fit_jobs, prefit, smallest_contracting_r)
@@ -82,6 +85,7 @@ RECALLED_TABLE1 = {
 }
 MODELS = [(c, s) for c in CELLS for s in (False, True)]
 FORK_LSTM = {"constraint": "col_fork", "forget_bias": 10.0}  # the fork's "stable" LSTM (E2)
+FORK_NAME = "jsb/lstm/fork (col, bias 10+10)"  # its name in E2 (C14's control)
 
 
 def table1(cache, S: Settings, tds: dict[str, TaskData], progress=lambda it, **kw: it
@@ -426,7 +430,7 @@ def estimates(S: Settings) -> dict[str, Estimate]:
     models = [(t, c, s, {}, f"{t}/{c}/{'stable' if s else 'unstable'}")
               for t in ("jsb", "ptb_char") if t in S.tasks for c, s in MODELS]
     if "jsb" in S.tasks:
-        models.append(("jsb", "lstm", True, FORK_LSTM, "jsb/lstm/fork (col, bias 10+10)"))
+        models.append(("jsb", "lstm", True, FORK_LSTM, FORK_NAME))
     rs, (starts, steps) = [1, 4, 16, 64], S.e2_contraction
     for t, c, s, kw, name in models:
         config = {"name": name, "rs": rs, "starts": starts, "steps": steps, "seed": seed,
@@ -519,6 +523,136 @@ def f5_jobs(S: Settings) -> list[Job]:
     return [(S.f5_task, c, False, S.seeds[0], w) for c in S.f5_cells for w in f5_runs(S)]
 
 
+# ============================================================================ rules of F3 (C10), F5 (C12), Prop. 2 (C14)
+C10_I = (20, 40)  # C10: the distances back at which g(i)/g(1) is compared
+VANISH = 1e-2  # C10-vanish: g(40)/g(1) below this (the specification's line)
+FORGET_SHUT = -10.0  # C10's control: the forget gate's bias lowered by this much in all (f ≈ 0)
+
+
+def decay_ratios(g: np.ndarray) -> dict[int, float]:
+    """Fig. 3 (C10): :math:`g(i)/g(1)` at the distances :data:`C10_I` of a gradient-decay curve
+    (:func:`~rnnbook.stable_models.train.gradient_decay`)."""
+    return {i: float(g[i] / g[1]) for i in C10_I}
+
+
+def forget_gate_shut(net: Net, shift: float = FORGET_SHUT) -> Net:
+    """C10's control: a copy of the LSTM ``net`` with the forget gate's bias (slice [H, 2H) of
+    ``nn.LSTM``'s i, f, g, o order) lowered by ``shift``, half on each bias vector, so that
+    f ≈ 0 and the cell path :math:`c_t = f \\circ c_{t-1} + \\dots` no longer carries the past."""
+    out, H = copy.deepcopy(net), net.rnn.hidden_size
+    with torch.no_grad():
+        for b in (out.rnn.bias_ih_l0, out.rnn.bias_hh_l0):
+            b[H:2 * H] += shift / 2
+    return out
+
+
+def initial_net(S: Settings, td: TaskData, cell: str) -> Net:
+    """The unconstrained model of ``td``'s task as training starts (seed ``S.seeds[0]``), drawn
+    without touching the global random generator (C10 reports the ordering there)."""
+    with torch.random.fork_rng():
+        return make_net(cell, S.configs[td.task], td.n_in, td.n_out, S.lstm_forget_bias,
+                        S.seeds[0]).eval()
+
+
+def c10_check(ratio: dict[str, dict[int, float]], shut: dict[int, float],
+              init: dict[str, dict[int, float]]) -> dict:
+    """C10 (§4.4, Fig. 3): the trained unstable LSTM's gradients vanish more slowly than the RNN's,
+    :math:`g(i)/g(1)` larger at every i of :data:`C10_I` (``ratio``, keyed "unstable RNN" and
+    "unstable LSTM"). Control: the same LSTM with its forget gate shut (:func:`forget_gate_shut`,
+    ratios ``shut``) must lose the ordering, or the rule decides nothing. ``init``: the ratios at
+    initialisation per cell, reported. ``vanish``: C10-vanish's check, :math:`g(40)/g(1)` below
+    :data:`VANISH` for both models (a sanity check: ours are orders of magnitude below)."""
+    def slower(a: dict[int, float], b: dict[int, float]) -> bool:
+        return all(a[i] > b[i] for i in C10_I)
+    rnn, lstm = ratio["unstable RNN"], ratio["unstable LSTM"]
+    value = {f"{n} g({i})/g(1)": v for n, d in ratio.items() for i, v in d.items()}
+    value |= {f"control, LSTM with its forget gate shut: g({i})/g(1)": v for i, v in shut.items()}
+    value |= {f"at initialisation: {c.upper()} g({i})/g(1)": v for c, d in init.items()
+              for i, v in d.items()}
+    ordered, refused = slower(lstm, rnn), not slower(shut, rnn)
+    value |= {"control refused": refused,
+              "ordered at initialisation": slower(init["lstm"], init["rnn"])}
+    return {"value": value, "passed": bool(ordered and refused),
+            "vanish": bool(max(d[40] for d in ratio.values()) < VANISH)}
+
+
+def rise_and_growth(g: list[float]) -> tuple[float, float]:
+    """C12, Fig. 5's shape ("rises at first, then grows slowly"): a curve's rise over its first
+    epoch, g(1) − g(0), and its mean growth per later epoch, (g(E) − g(1))/(E − 1), from its
+    values at the start (g(0)) and after each of E ≥ 2 epochs."""
+    return float(g[1] - g[0]), float((g[-1] - g[1]) / (len(g) - 2))
+
+
+def fig5_shape(g: list[float]) -> bool:
+    """C12: the curve has Fig. 5's shape: its first epoch's rise exceeds its mean growth per later
+    epoch, which is positive (:func:`rise_and_growth`; linear growth is the boundary)."""
+    rise, later = rise_and_growth(g)
+    return rise > later > 0
+
+
+def c12_check(gaps: dict[str, dict[int, list[float]]], drift: dict[str, list[float]],
+              S: Settings) -> dict:
+    """C12 (§4.4, Fig. 5), per model (``gaps``: cell → k → ‖w_k − w_ref‖ at the start and after
+    each epoch, :func:`~rnnbook.stable_models.train.weight_gaps`). The check: the final gap falls
+    strictly in k (``S.f5_k``) and every gap ends above its first-epoch value. The verdict adds
+    Fig. 5's shape (:func:`fig5_shape`) for every k: reproduced if it holds too, partly if only the
+    ordering or only the shape does. Control of the shape rule: the reference model's drift from
+    its own start, ‖w_ref(t) − w_ref(0)‖ (``drift``), which rises fast and then slowly, must pass
+    it; without that the shape counts as not shown."""
+    value, in_k, grows, shape = {}, True, True, True
+    for c, by_k in gaps.items():
+        final = [by_k[k][-1] for k in S.f5_k]
+        in_k &= all(a > b for a, b in zip(final, final[1:]))
+        grows &= all(v[-1] > v[1] for v in by_k.values())
+        shape &= all(fig5_shape(by_k[k]) for k in S.f5_k)
+        value |= {f"{c.upper()} final k={k}": by_k[k][-1] for k in S.f5_k}
+        value |= {f"{c.upper()} largest drop over an epoch, k={k}":
+                  max(0.0, *(a - b for a, b in zip(v, v[1:]))) for k, v in by_k.items()}
+        value |= {f"{c.upper()} first rise / later growth, k={k}": _over(*rise_and_growth(by_k[k]))
+                  for k in S.f5_k}
+        value[f"{c.upper()} control (reference drift): first rise / later growth"] = _over(
+            *rise_and_growth(drift[c]))
+    control = all(fig5_shape(v) for v in drift.values())
+    value |= {"Fig. 5's shape, every k": shape, "control has the shape": control}
+    shown = shape and control
+    verdict = None if in_k and grows and shown else "partly" if in_k or shown else "not reproduced"
+    return {"value": value, "passed": bool(in_k and grows), "verdict": verdict}
+
+
+PROP2_TASK = "jsb"  # C14: the task whose inputs are bounded (binary piano-roll frames), as Prop. 2 assumes
+
+
+def prop2_r(d: int, rs: list[int]) -> int:
+    """C14: the largest r that counts as "r = O(log d)": the first r of the grid ``rs`` at or above
+    2 log₂ d (16 for d = 128 and 256 on E2's grid 1, 4, 16, 64; the next, 64, is d/2 at d = 128)."""
+    return min((r for r in rs if r >= 2 * math.log2(d)), default=max(rs))
+
+
+def c14_check(S: Settings, S_hat: dict[str, dict[int, float]]) -> dict:
+    """C14 (Prop. 2): the row-constrained LSTM's r-fold map contracts for r = O(log d): on JSB, the
+    smallest r of E2's grid with :math:`\\hat S_r < 1` (``S_hat``: E2's estimates by model name) is
+    at most :func:`prop2_r` of its hidden size d. Control: the fork's LSTM (column constraint,
+    forget bias 10 + 10) must not contract by then. The character-level constrained LSTM's r* is
+    reported (its embedded inputs are unbounded). At most partly (reason: setting): the row
+    constants are the fork's, not Prop. 2's (unread), and d is one size."""
+    name = f"{PROP2_TASK}/lstm/stable"
+    if name not in S_hat or S.lstm_constraint != "row":
+        return {"value": f"needs {PROP2_TASK} and the row constraint", "passed": False,
+                "verdict": "inconclusive"}
+    d, rs = S.configs[PROP2_TASK].hidden, sorted(S_hat[name])
+    bound = prop2_r(d, rs)
+    r_star, r_fork = (smallest_contracting_r(S_hat[n]) for n in (name, FORK_NAME))
+    value = {"d": d, "r bound": bound, "r*": r_star, "Ŝ_r": S_hat[name],
+             "control r* (fork LSTM)": r_fork, "control Ŝ_r (fork LSTM)": S_hat[FORK_NAME],
+             "PTB-character constrained LSTM r* (reported)":
+                 smallest_contracting_r(S_hat["ptb_char/lstm/stable"])
+                 if "ptb_char/lstm/stable" in S_hat else "not run"}
+    held = r_star is not None and r_star <= bound
+    refused = r_fork is None or r_fork > bound
+    return {"value": value, "passed": bool(held and refused),
+            "verdict": "partly" if held and refused else "not reproduced"}
+
+
 # ============================================================================ the claims' records
 # What the chapter's evidence claims record beside the paper's value (issue 42): ours in the
 # paper's terms, three significant digits, and the coded reason of a verdict other than reproduced.
@@ -568,11 +702,14 @@ def c9_ours(value: dict | str) -> str:
 
 @_in_words
 def c10_ours(value: dict | str, task: str) -> str:
-    """C10's measured gradient ratios g(i)/g(1) at i = 20 and 40, per unstable model."""
+    """C10's measured gradient ratios g(i)/g(1) at i = 20 and 40, per unstable model, and its
+    control's (the LSTM with its forget gate shut)."""
     return "g(i)/g(1) at i = 20, 40: " + "; ".join(
         f"{c.upper()} {value[f'unstable {c.upper()} g(20)/g(1)']:.3g}, "
         f"{value[f'unstable {c.upper()} g(40)/g(1)']:.3g}" for c in CELLS) + (
-        f" ({TASK_NAMES.get(task, task)}, training windows)")
+        f" ({TASK_NAMES.get(task, task)}, training windows); control, the LSTM with its forget gate "
+        f"shut: {value['control, LSTM with its forget gate shut: g(20)/g(1)']:.3g}, "
+        f"{value['control, LSTM with its forget gate shut: g(40)/g(1)']:.3g}")
 
 
 @_in_words
@@ -586,12 +723,29 @@ def c11_ours(value: dict | str) -> str:
 
 @_in_words
 def c12_ours(value: dict | str, S: Settings) -> str:
-    """C12's final weight gaps ‖w_k − w_ref‖ per model, in the order of ``S.f5_k``."""
-    return "; ".join(f"{c.upper()} final gap " + ", ".join(f"{value[f'{c.upper()} final k={k}']:.3g}"
-                                                          for k in S.f5_k)
-                     for c in S.f5_cells) + (
-        f" at k = {', '.join(map(str, S.f5_k))} ({TASK_NAMES.get(S.f5_task, S.f5_task)}, "
-        f"against k = {S.f5_ref}, {S.f5_epochs} epochs)")
+    """C12's final weight gaps ‖w_k − w_ref‖ per model, in the order of ``S.f5_k``, and each gap's
+    first-epoch rise over its mean later growth per epoch (Fig. 5's shape: above 1)."""
+    per_cell = "; ".join(
+        f"{c.upper()} final gap " + ", ".join(f"{value[f'{c.upper()} final k={k}']:.3g}" for k in S.f5_k)
+        + ", first-epoch rise / later growth per epoch " + ", ".join(
+            f"{value[f'{c.upper()} first rise / later growth, k={k}']:.2g}" for k in S.f5_k)
+        + " (control, the reference's drift from its start: "
+        + f"{value[f'{c.upper()} control (reference drift): first rise / later growth']:.2g})"
+        for c in S.f5_cells)
+    return per_cell + (f" at k = {', '.join(map(str, S.f5_k))} ({TASK_NAMES.get(S.f5_task, S.f5_task)}, "
+                       f"against k = {S.f5_ref}, {S.f5_epochs} epochs)")
+
+
+@_in_words
+def c14_ours(value: dict | str) -> str:
+    """C14's r* of the constrained JSB LSTM against its bound, the control's and the character
+    model's."""
+    def r(x) -> str:
+        return "none ≤ 64" if x is None else str(x)
+    return (f"the row-constrained JSB LSTM (d = {value['d']}) contracts on data from r* = "
+            f"{r(value['r*'])} (bound {value['r bound']}); control, the fork's LSTM: r* = "
+            f"{r(value['control r* (fork LSTM)'])}; the character-level constrained LSTM: r* = "
+            f"{r(value['PTB-character constrained LSTM r* (reported)'])} (reported)")
 
 
 # ============================================================================ the seed survey
