@@ -830,7 +830,7 @@ def test_findings_name_only_figures_and_claims_of_the_chapter():
     report = chapter_report("stable_models")
     names = {n for f in report.FINDINGS for n in f.names}
     assert names <= {f"F{i}" for i in range(2, 9)} | {"E1", "E2"} | {
-        "C1", "C1-train", "C2-grad", *(f"C{i}" for i in range(2, 14))}
+        "C1", "C1-train", "C2-grad", "C10-vanish", *(f"C{i}" for i in range(2, 15))}
 
 
 # ---------------------------------------------------------------------------- C10's control, C12's shape, C14 (issue 44)

@@ -22,7 +22,7 @@ FINDINGS = [
             "the clipped SVD is the Frobenius projection to float64 rounding (errors of 2e-14 or less), and "
             "training stays in the ball; checks of our code, exact as the paper's statement is"),
     Finding("Prop. 2 (§2.2, App. A.2.2)", "the constrained LSTM's r-fold map contracts, r = O(log d); "
-            "not readable: we did not have its inequalities", "E2", "shape only",
+            "not readable: we did not have its inequalities", "E2, C14", "shape only",
             "claim C14 (partly, reason setting): the row-constrained JSB LSTM (d = 128) contracts "
             "on data by r = 16 ≈ 2 log₂ d at every seed (r* 1 to 16; Ŝ₁ up to 1.18), the fork's "
             "LSTM, its control, at no r ≤ 64 (Ŝ₆₄ 1.10 to 1.17); the constants are the fork's, "
@@ -83,7 +83,7 @@ FINDINGS = [
             "only that it contracts, the full profile the median r* of three seeds"),
     Finding("Fig. 3 (§4.4)", "in trained language models the gradient with respect to inputs i steps "
             "back vanishes quickly, for the LSTM more slowly; not readable: we did not have its values",
-            "F3, C10", "shape only",
+            "F3, C10, C10-vanish", "shape only",
             "on PTB characters (the quick profile): g(20)/g(1) about 1e-4 for the LSTM against "
             "about 1e-6 for the RNN; with its forget gate shut (C10's control) the LSTM's falls to "
             "about 1e-11 and the rule refuses it; the ordering is there at initialisation too "
