@@ -181,6 +181,29 @@ def test_train_runs_are_independent_and_learn():
     assert both["eff_l1"][0] > 0 and np.isnan(both["eff_l1"][1]) and both["eff_A"][1] > 0
 
 
+def test_sweep_by_seed_stores_a_piece_per_seed_and_resumes(tmp_path):
+    """Issue 47: the full profile trains a sweep one seed per program, one cache entry per seed; the
+    rows equal those of one program, in the order of the configs, a rerun computes nothing, and a
+    lost piece is recomputed alone."""
+    from dataclasses import replace
+    from rnnbook.cache import Cache
+    S = replace(experiments.resolve("full", [0.0], None, 32, 8, 30, None, (0, 1), smoke=True), tail=5)
+    spec, rnn = models.ModelSpec("LRU", "diag", 8), models.ModelSpec("RNN", "dense", 8)
+    cfgs = [models.RunCfg(sp, nu, lr, sd) for sp, lr in ((spec, 1e-2), (rnn, 1e-3)) for nu in (0.5, 0.9)
+            for sd in (1, 0)]
+    one = models.sweep(Cache(tmp_path / "one", "v"), "s", cfgs, replace(S, by_seed=False), "cpu", iter)
+    cache = Cache(tmp_path / "pieces", "v")
+    rows = models.sweep(cache, "s", cfgs, S, "cpu", iter)
+    assert len(list((tmp_path / "pieces").glob("s-*.npz"))) == 2 and cache.misses == 2
+    for c, a, b in zip(cfgs, rows, one):
+        assert (a["model"], a["seed"], a["nu0"]) == (b["model"], b["seed"], b["nu0"]) == (c.spec.name, c.seed, c.nu0)
+        assert abs(a["final"] / b["final"] - 1) < 1e-5
+    next(iter((tmp_path / "pieces").glob("s-*.npz"))).unlink()
+    again = Cache(tmp_path / "pieces", "v")
+    redo = models.sweep(again, "s", cfgs, S, "cpu", iter)
+    assert [r["final"] for r in redo] == [r["final"] for r in rows] and (again.hits, again.misses) == (1, 1)
+
+
 def test_teacher_is_fixed_and_stable():
     t1, t2 = models.teacher(0.9), models.teacher(0.9)
     assert torch.equal(t1["A"], t2["A"])

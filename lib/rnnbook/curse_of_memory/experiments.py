@@ -95,6 +95,7 @@ class Settings:
     e1_lrs: dict[str, list[float]] = field(default_factory=dict)  # E1: SGD lrs (both momenta)
     e1_steps: int = 250  # E1 runs (their own program; our choice in the quick profile)
     e1_batch: int = 32
+    by_seed: bool = False  # a sweep's runs train one seed per program, each stored as it ends (full)
 
 
 def smoke_params(**given) -> dict:
@@ -167,7 +168,8 @@ def resolve(profile, rho, nu0_values, T, hidden_size, steps, lrs, seeds, smoke=F
                   dict(d_in=64, d=64, tokens=128, seqs=16, batch=16),
                   f12=dict(d=256, samples=100, length=4096, burn=2048, jac_steps=256) if full else
                   dict(d=64, samples=20, length=2048, burn=1536, jac_steps=64),
-                  e1_lrs={m: list(E1_SGD_LRS) for m in MODELS}, e1_steps=steps if full else 250, e1_batch=128 if full else 32)
+                  e1_lrs={m: list(E1_SGD_LRS) for m in MODELS}, e1_steps=steps if full else 250, e1_batch=128 if full else 32,
+                  by_seed=full)
     return replace(S_, **{k: v for k, v in SMOKE.items() if k not in _SMOKE_PARAMS}) if smoke else S_
 
 

@@ -466,25 +466,48 @@ def _thin(losses: np.ndarray, points: int = 200) -> np.ndarray:
 
 def sweep(cache, name: str, cfgs: Sequence[RunCfg], S: Settings, device, progress,
           steps: int | None = None, batch: int | None = None) -> list[dict]:
-    """Train ``cfgs`` (any architectures) as one batched, cached program; one row per config with
-    its final loss, loss curve and effective lrs."""
+    """Train ``cfgs`` (any architectures) as batched programs, one results-cache entry per seed (a
+    piece of a full run, issue 47); one row per config with its final loss, loss curve and effective
+    lrs. With ``S.by_seed`` (the full profile) each seed's runs are one program, stored as it ends,
+    so a stopped run keeps every finished seed and an executor can run seeds side by side; else
+    (quick) all seeds are one program. A run's result does not depend on its program: the runs of
+    a seed draw the same input batches wherever they train (:func:`train`)."""
     steps = steps or S.steps
     batch = batch or S.batch
-    config = {"steps": steps, "T": S.T, "batch": batch, "tail": S.tail,
-              "runs": [(c.spec.__dict__, c.nu0, c.lr, c.seed, c.teacher_theta0, c.schedule, c.opt,
-                        c.momentum, c.weight_decay) for c in cfgs]}
-    res = cache.cached(name, config, lambda: train(cfgs, S.T, steps, batch, S.tail, device,
-                                                   progress=progress))
-    rows = []
-    for j, c in enumerate(cfgs):
-        row = {"model": c.spec.name, "nu0": c.nu0, "lr": c.lr, "seed": c.seed,
-               "theta0": c.teacher_theta0, "schedule": c.schedule, "opt": c.opt,
-               "momentum": c.momentum, "final": float(res["final"][j]), "curve": res["curve"][j],
-               "probe_steps": res["probe_steps"]}
-        for k, v in res.items():
-            if k.startswith(("eff_", "ceil_", "neg_")) and np.isfinite(v[j]):
-                row[k] = float(v[j])
-            if k.startswith("effhist_") and np.any(np.isfinite(v[j])):
-                row[k] = v[j]
-        rows.append(row)
+    runs: dict[int, list[RunCfg]] = {}
+    where: dict[int, list[int]] = {}  # each seed's runs' places in ``cfgs``
+    for i, c in enumerate(cfgs):
+        runs.setdefault(c.seed, []).append(c)
+        where.setdefault(c.seed, []).append(i)
+    keys = [{"steps": steps, "T": S.T, "batch": batch, "tail": S.tail, "seed": sd,
+             "runs": [_run_key(c) for c in rs]} for sd, rs in runs.items()]
+
+    def compute(chunk: list[dict]) -> list[dict]:
+        res = train([c for k in chunk for c in runs[k["seed"]]], S.T, steps, batch, S.tail, device,
+                    progress=progress)
+        at = np.cumsum([0] + [len(runs[k["seed"]]) for k in chunk])
+        return [{n: v if n == "probe_steps" else v[a:b] for n, v in res.items()}
+                for a, b in zip(at[:-1], at[1:])]
+
+    got = dict(zip(runs, cache.cached_batch(name, keys, compute, chunk_size=1 if S.by_seed else None)))
+    rows: list[dict] = [{}] * len(cfgs)
+    for sd, rs in runs.items():
+        res = got[sd]
+        for j, c in enumerate(rs):
+            row = {"model": c.spec.name, "nu0": c.nu0, "lr": c.lr, "seed": c.seed,
+                   "theta0": c.teacher_theta0, "schedule": c.schedule, "opt": c.opt,
+                   "momentum": c.momentum, "final": float(res["final"][j]), "curve": res["curve"][j],
+                   "probe_steps": res["probe_steps"]}
+            for k, v in res.items():
+                if k.startswith(("eff_", "ceil_", "neg_")) and np.isfinite(v[j]):
+                    row[k] = float(v[j])
+                if k.startswith("effhist_") and np.any(np.isfinite(v[j])):
+                    row[k] = v[j]
+            rows[where[sd][j]] = row
     return rows
+
+
+def _run_key(c: RunCfg) -> tuple:
+    """A run's configuration as plain values (its results-cache key)."""
+    return (c.spec.__dict__, c.nu0, c.lr, c.seed, c.teacher_theta0, c.schedule, c.opt, c.momentum,
+            c.weight_decay)
