@@ -132,7 +132,7 @@ def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULT
     label = ("Full-profile results"
              + (" with " + ", ".join(f"{k} = {v}" for k, v in given.items()) if given else "")
              + f", made {record.get('finished', '?')[:10]} on {where or '?'} in {minutes}, "
-             f"commit {record.get('commit', '?')}")
+             f"commit {record.get('commit', '?')}" + _stale(chapter, record))
     head = "".join(f"<th>{h}</th>" for h in ("id", "quick value", "quick verdict", "full value",
                                              "full verdict", "full check"))
     rows = []
@@ -146,6 +146,18 @@ def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULT
     return (f'<div class="claims-table rnnbook-full-results"><p><strong>{html.escape(label)}'
             f'</strong></p><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}'
             "</tbody></table></div>")
+
+
+def _stale(chapter: str, record: dict) -> str:
+    """A note when the code that computes ``chapter``'s results changed since its full run (the run
+    record's results version is not this build's, :func:`rnnbook.paths.results_version`); else ''."""
+    from rnnbook.paths import results_version
+
+    made, now = record.get("versions", {}).get("rnnbook_results"), results_version(chapter)
+    if made in (None, now):
+        return ""
+    return (f". The code that computes them has changed since (results version {made}, now "
+            f"{now}): a rerun would recompute them, and may differ")
 
 
 def full_verdict(full: Claim, quick: Claim | None) -> str:
