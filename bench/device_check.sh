@@ -8,7 +8,7 @@
 # on it in one call of under ten minutes:
 #
 # 1. Here, once, with network: `bash bench/device_prepare.sh`. It puts the missing packages as
-#    cp312 wheels in .whl/ (37 wheels, 16 MiB) and the datasets in .devdata/data.tar.gz (9 MiB),
+#    cp312 wheels in .whl/ (39 wheels, 16 MiB) and the datasets in .devdata/data.tar.gz (9 MiB),
 #    both ignored by git, and prints what will travel (37 MiB with the book's tracked files, of
 #    the 64 MiB allowed).
 # 2. The call: run(command="bash bench/device_check.sh", carry=[".whl", ".devdata"],
@@ -20,7 +20,8 @@
 #    --device cuda` (BENCH_LIMIT_S=120 s; the stacks against the author-style loop, the ratio issue
 #    21 asks for; BENCH_LIMIT_S=0 skips it), then the full profiles of FULL_CHAPTERS (default
 #    extrapolation, curse of memory, stable models), each for an equal share of the time left
-#    (SMOKE_CHAPTERS="" BENCH_LIMIT_S=0 gives them all of it), each resuming from the pieces
+#    (SMOKE_CHAPTERS="" BENCH_LIMIT_S=0 gives them all of it; extrapolation on the CPU, its chunks
+#    as `--executor local:$(nproc)` jobs, FULL_FLAGS_<chapter> to change), each resuming from the pieces
 #    committed in data/results/full/<chapter>/cache/. A run cut short keeps its finished pieces:
 #    unpack the returned pieces-<chapter>.tar.gz into data/results/full/ and commit them, and the
 #    next call goes on from there, as long as the code that computes them is the same (the cache is
@@ -156,7 +157,7 @@ trap 'exit 130' INT TERM
 export RNNBOOK_DATA=$SCRATCH/data PYTHONPATH=$ROOT/lib:$SCRATCH/site RNNBOOK_QUIET=1 PYTHONUNBUFFERED=1
 export JUPYTER_RUNTIME_DIR=$SCRATCH/jupyter-runtime IPYTHONDIR=$SCRATCH/ipython
 timeout 120 "$PY" - <<'EOF' 2>&1 | tee -a "$OUT/env.txt"
-import torch, numpy, papermill, jupytext, ipykernel, IPython, markdown_it, myst_nb.ext.glue
+import torch, numpy, papermill, jupytext, ipykernel, IPython, markdown_it, myst_nb.ext.glue, submitit
 from jupytext.myst import is_myst_available  # the image's markdown-it-py with our mdit-py-plugins
 print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available(),
       "| numpy", numpy.__version__, "| papermill", papermill.__version__, "| jupytext",
@@ -182,6 +183,10 @@ run bench_stable_models "$limit" "$PY" bench/stable_models.py --device "$DEVICE"
 # the pieces this call added (and plans), and the results (claims.json, run.json, figures/) if the
 # run finished; `tar -C data/results/full -xzf pieces-<chapter>.tar.gz` here puts them in place.
 read -ra FULL <<<"${FULL_CHAPTERS-extrapolation curse_of_memory stable_models}"
+# Each chapter's device and executor (FULL_FLAGS_<chapter> overrides; default --device $DEVICE).
+# Extrapolation's linear students are faster on one CPU thread than on the GPU (paper_scale.md), so
+# its chunks run as jobs on every core of the machine, one thread each.
+FULL_FLAGS_extrapolation=${FULL_FLAGS_extrapolation:---device cpu --executor local:$(nproc)}
 mkdir -p "$SCRATCH/full"
 for i in "${!FULL[@]}"; do
   chapter=${FULL[$i]} dir=$SCRATCH/full/${FULL[$i]}
@@ -190,7 +195,9 @@ for i in "${!FULL[@]}"; do
   find "$dir/cache" -type f | sed "s|^$SCRATCH/full/||" | sort >"$LOGS/$chapter.before"
   echo "$chapter: resuming from $(grep -c '\.npz$' "$LOGS/$chapter.before") committed pieces" | tee -a "$OUT/env.txt"
   share=$(( $(left) / (${#FULL[@]} - i) ))
-  run "full_$chapter" "$share" "$PY" -m rnnbook run "$chapter" --profile full --device "$DEVICE" \
+  flags_var=FULL_FLAGS_$chapter
+  read -ra flags <<<"${!flags_var:---device $DEVICE}"
+  run "full_$chapter" "$share" "$PY" -m rnnbook run "$chapter" --profile full "${flags[@]}" \
     --results-dir "$SCRATCH/full"
   "$PY" -m rnnbook status "$chapter" --results-dir "$SCRATCH/full" 2>&1 | tee -a "$OUT/env.txt"
   (cd "$SCRATCH/full" && find "$chapter" -type f ! -path "*/cache/jobs/*" ! -name "*.ipynb" | sort \

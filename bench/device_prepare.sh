@@ -31,6 +31,7 @@ WHEELS=(
   stack-data==0.6.3 executing==2.3.0 asttokens==3.0.2 pure_eval==0.2.4
   jupytext==1.19.6 mdit-py-plugins==0.7.0                                  # chapters/*.md
   myst-nb==1.4.0 docutils==0.21.2                                          # `from myst_nb import glue`
+  submitit==1.5.4 cloudpickle==3.1.3                                       # --executor local:N
 )
 
 # The recipe of /work/.library/device/README.md: one version of each, binaries for CPython 3.12.

@@ -110,6 +110,17 @@ def logged_compute(log: Path, configs: list[dict]) -> list[dict]:
     return [{"x": np.full(3, float(c["i"]))} for c in configs]
 
 
+def test_a_chunk_larger_than_a_jobs_share_is_split_among_the_jobs(tmp_path, executor):
+    """With local:2, six configs in chunks of up to 64 (extrapolation's full profile) run as two
+    jobs of three, not one job of six while the other process idles."""
+    executor("local:2")
+    log, cache = tmp_path / "computed.txt", Cache(tmp_path / "cache", "v")
+    got = cache.cached_batch("toy", [{"i": i} for i in range(6)], partial(logged_compute, log),
+                             chunk_size=64)
+    assert [float(r["x"][0]) for r in got] == list(range(6))
+    assert len(list((tmp_path / "cache" / "jobs").glob("*_log.err"))) == 2
+
+
 def test_an_interrupted_sweep_finishes_only_the_missing_entries(tmp_path, executor):
     """Kill the driver and its jobs mid-sweep (as Ctrl-C in a terminal does): rerun, and only the
     entries that are not in the cache are computed."""
