@@ -54,7 +54,7 @@ FINDINGS = [
             "same trends on a subsampled grid; D falls with σ at T = 2 (judged where not saturated); our D "
             "reaches 0.95, above the paper's bar, and saturates from T = 4"),
     Finding("Fig. A4 (App. J)", "kernel distance on a rotational task (φ = π/12, R = 1)", "", "not run",
-            "not in our sweeps"),
+            "not in our sweeps: optional in the check of our specification, and not added"),
     Finding("Figs. A5-A7 (App. J)", "width 300 moves the kernel less at larger init; aligned D falls as "
             "init → 1; the recurrent init dominates D", "C7", "shape only",
             "read in the text on the committed full run (width 64): the first two hold; recurrent-init "
@@ -71,7 +71,8 @@ FINDINGS = [
             "at the sum rule's rate both converge"),
     Finding("Figs. A9-A11 (App. O)", "complex modes reach b = λ, ac = δ; the angle before the radius; "
             "R > 1 gives |b| > 1", "F9, C11", "shape only",
-            "end points match to round-off; the timing orders are tabulated, not judged"),
+            "end points match to round-off; App. O's timing orders (angle first, larger R faster, "
+            "-3π/4 slowest) are read on our table, reported, not judged: the paper gives no times"),
     Finding("App. M, rebuttal", "with an output at every step, pruning still depends on s_1 and s_T "
             "(no task, no figure)", "F10, C10", "shape only",
             "on our lag-consistent construction (threshold near √T); our first-input one only suppresses b"),
