@@ -126,17 +126,17 @@ class Cache:
                      progress: Callable[[Iterable], Iterable] = iter) -> list[Result]:
         """Results for every config: cached ones are loaded, the rest computed ``chunk_size`` at a
         time by one batched ``compute(configs) -> results`` call and stored as each chunk ends; with
-        an executor, in chunks of at most an equal share of its parallel jobs, so that every job
-        has work."""
+        the local executor, in chunks of at most an equal share of its processes, so that none
+        idles (a SLURM array takes ``chunk_size`` as given)."""
         self.plan(name, configs)
         results: list[Result | None] = [self.get(name, c) for c in configs]
         todo = [i for i, r in enumerate(results) if r is None]
         self.hits += len(configs) - len(todo)
         self.misses += len(todo)
         executor = engine.current()
-        if todo and executor.kind != "inline":  # chunks no larger than a job's equal share
-            share = math.ceil(len(todo) / executor.parallel)
-            size = min(chunk_size or share, share)
+        if todo and executor.kind != "inline":
+            share = math.ceil(len(todo) / executor.parallel)  # local: no process idles
+            size = min(chunk_size or share, share) if executor.kind == "local" else chunk_size or share
             chunks = [[configs[i] for i in todo[s:s + size]] for s in range(0, len(todo), size)]
             engine.run(partial(compute_chunk, self.directory, self.code, name, compute), chunks,
                        lambda chunk: all(self.path(name, c).exists() for c in chunk),
