@@ -1300,9 +1300,6 @@ def test_full_results_beside_quick(tmp_path):
         assert (f"The code that computes them has changed since (results version 0123456789abcdef, now {now})"
                 in rnnbook.display.full_results_html("demo", quick, tmp_path)) == stale
     (tmp_path / "demo" / "run.json").write_text(json.dumps({
-        "finished": "2026-12-01T10:00:00Z", "device": "cuda", "wall_seconds": 5400,
-        "commit": "abc", "hardware": {"summary": "NVIDIA H200"}}))
-    (tmp_path / "demo" / "run.json").write_text(json.dumps({
         "finished": "2026-12-01T10:00:00Z", "device": "cpu", "wall_seconds": 600, "commit": "abc",
         "parameters": {"profile": "full", "device": "cpu", "d": [20, 50]}, "cached_at_start": 651,
         "hardware": {"summary": "2 CPU cores"}}))

@@ -135,8 +135,10 @@ class Cache:
         self.misses += len(todo)
         executor = engine.current()
         if todo and executor.kind != "inline":
-            share = math.ceil(len(todo) / executor.parallel)  # local: no process idles
-            size = min(chunk_size or share, share) if executor.kind == "local" else chunk_size or share
+            share = math.ceil(len(todo) / executor.parallel)
+            size = chunk_size or share
+            if executor.kind == "local":  # no process idles
+                size = min(size, share)
             chunks = [[configs[i] for i in todo[s:s + size]] for s in range(0, len(todo), size)]
             engine.run(partial(compute_chunk, self.directory, self.code, name, compute), chunks,
                        lambda chunk: all(self.path(name, c).exists() for c in chunk),
