@@ -553,6 +553,20 @@ def test_sensory_check_reads_the_driven_singular_values():
     assert networks.sensory_check(sens)["passed"]
 
 
+def test_c9_judges_neurogym_inputs_at_rates_scaled_by_their_second_moment():
+    """C9 (third review): judged on NeuroGym's inputs, whose baseline makes their top second moment
+    κ ≈ 31 times the centred inputs'; the rule's rates are divided by κ (3 and 10 times it) for five
+    times the steps; the centred sweep (1 and 10 times the rule) is a variant of the full profile."""
+    assert networks.input_moment_ratio(0.0) == 1.0 and 25 < networks.input_moment_ratio(0.5) < 40
+    args = (6, 0.1, 0.01, 20_000, 0.8)
+    quick, full = experiments.resolve("quick", *args), experiments.resolve("full", *args)
+    kappa, steps = networks.input_moment_ratio(), quick.sensory_steps(6)
+    assert list(quick.f8_variants) == ["neurogym"] and list(full.f8_variants) == ["neurogym", "centred"]
+    baseline, rates, n = quick.f8_variants["neurogym"]
+    assert baseline == 0.5 and n == 5 * steps and np.allclose(rates, [0.3 / kappa, 1.0 / kappa])
+    assert full.f8_variants["centred"] == (0.0, (0.1, 1.0), steps)
+
+
 # ----------------------------------------------------------------------------- parameters
 @pytest.mark.parametrize(("name", "value"), [("profile", "fast"), ("T", 0), ("lr", -0.01), ("lr", 0),
                                              ("steps", 0), ("init_scale", 0), ("b0", -1),

@@ -302,6 +302,17 @@ def sensory_inputs(P: int, T: int, rng: np.random.Generator, baseline: float = 0
     return mean[:, None, :] + rng.normal(0, 0.1, (P, T, 4))
 
 
+def input_moment_ratio(baseline: float = 0.5, P: int = 100_000) -> float:
+    """C9's κ: the top eigenvalue of the sensory inputs' second moment :math:`E[x x^\top]` with
+    ``baseline`` over the centred inputs' (:func:`sensory_inputs`, ``P`` draws of one step, seed 0):
+    about 31 for NeuroGym's 0.5, where the baseline direction (:math:`4\cdot0.5^2`) dwarfs the
+    signal's and the noise's variance. A minimum's sharpness scales with it, so C9's rates do too."""
+    def top(b: float) -> float:
+        x = sensory_inputs(P, 1, np.random.default_rng(0), b)[:, 0]
+        return float(np.linalg.eigvalsh(x.T @ x / P)[-1])
+    return top(baseline) / top(0.0)
+
+
 SENSORY_TARGETS = {"sum": lambda t, T: np.ones_like(t, float), "mean": lambda t, T: np.ones_like(t, float) / T,
                    "late": lambda t, T: 0.1 * t, "early": lambda t, T: 1.0 / t}
 

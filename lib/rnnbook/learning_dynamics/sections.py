@@ -111,26 +111,31 @@ def f7_sensory(run: Run, S: experiments.Settings) -> dict[str, dict]:
     return c8
 
 
-def f8_stability(run: Run, S: experiments.Settings) -> tuple[dict, dict]:
+def f8_stability(run: Run, S: experiments.Settings) -> dict[str, tuple[dict, dict]]:
     """F8 / C9 (App. L, Fig. A8): late against early importance on the sensory inputs
-    (:func:`train_sensory`, on the run's device) at every rate of
-    :attr:`~rnnbook.learning_dynamics.experiments.Settings.f8_rates`, one batch, through the results
-    cache (``F8``), and the figure. Returns :func:`stability_check` at the chapter's rate
-    :attr:`~rnnbook.learning_dynamics.experiments.Settings.f8_lr` and :func:`rate_sweep_check`."""
+    (:func:`train_sensory`, on the run's device) of each variant of
+    :attr:`~rnnbook.learning_dynamics.experiments.Settings.f8_variants` (NeuroGym's, as the paper, and
+    our centred ones), at every rate of its sweep, one batch each, through the results cache
+    (``F8-<variant>``), one figure each. Returns per variant :func:`stability_check` at our rate (the
+    sweep's largest) and :func:`rate_sweep_check`."""
     seeds = [s + run.seed for s in S.sensory_seeds]
-    rates, steps = list(S.f8_rates), S.sensory_steps(S.T)
-    stab = run.cache.cached("F8", {"T": S.T, "seeds": seeds, "init": S.init_scale, "steps": steps, "rates": rates},
-                            lambda: train_sensory(["late", "early"], S.T, seeds, init_scale=S.init_scale,
-                                                  lr={"late": rates, "early": rates}, steps=steps,
-                                                  device=run.device))
-    sweep = rate_sweep_check(stab)
-    at = np.isclose(stab["lr"], S.f8_lr)
-    run.save_figure(plots.plot_f8(runs_at(stab, at), sweep), "F8",
-                    f"Late ($y_T = 0.1\\sum_t t\\,x_t$) against early ($y_T = \\sum_t x_t/t$) importance, "
-                    f"T = {S.T}, first seed. Top: plain GD at our rate {S.f8_lr:.3g}: singular values "
-                    "of $W_h$, and App. L's $dH_T/dt_\\theta$ {eq}`ld-dhdt` (solid; 0 at a fixed point, here "
-                    "round-off) with the specification's $\\Vert\\partial L/\\partial h_{T+1}\\Vert$ "
-                    "(dotted, the residual). Bottom: the final $dH_T/dt_\\theta$ (median over seeds) against the "
-                    "GD rate, with each network's stability limit $2/\\lambda_\\max$ at the minimum reached at "
-                    "the smallest rate (dotted); grey: our rate.")
-    return sweep["per rate"][float(stab["lr"][at][0])], sweep
+    out = {}
+    for name, (baseline, rates, steps) in S.f8_variants.items():
+        stab = run.cache.cached(f"F8-{name}", {"T": S.T, "seeds": seeds, "init": S.init_scale, "steps": steps,
+                                               "rates": list(rates), "baseline": baseline},
+                                lambda: train_sensory(["late", "early"], S.T, seeds, init_scale=S.init_scale,
+                                                      lr={"late": rates, "early": rates}, steps=steps,
+                                                      baseline=baseline, device=run.device))
+        sweep = rate_sweep_check(stab)
+        at = np.isclose(stab["lr"], max(rates))
+        inputs = "NeuroGym's inputs, baseline 0.5 (the paper's)" if baseline else "centred inputs (our variant)"
+        run.save_figure(plots.plot_f8(runs_at(stab, at), sweep), "F8" if name == "neurogym" else f"F8-{name}",
+                        f"Late ($y_T = 0.1\\sum_t t\\,x_t$) against early ($y_T = \\sum_t x_t/t$) importance "
+                        f"on {inputs}, T = {S.T}, {steps} GD steps, first seed. Top: plain GD at our rate "
+                        f"{max(rates):.3g}: singular values of $W_h$, and App. L's $dH_T/dt_\\theta$ {{eq}}`ld-dhdt` "
+                        "(solid; 0 at a fixed point, here round-off) with the specification's "
+                        "$\\Vert\\partial L/\\partial h_{T+1}\\Vert$ (dotted, the residual). Bottom: the final "
+                        "$dH_T/dt_\\theta$ (median over seeds) against the GD rate, with each network's stability "
+                        "limit $2/\\lambda_\\max$ at the minimum reached at the smallest rate (dotted); grey: our rate.")
+        out[name] = sweep["per rate"][float(stab["lr"][at][0])], sweep
+    return out
