@@ -567,6 +567,16 @@ def test_c9_judges_neurogym_inputs_at_rates_scaled_by_their_second_moment():
     assert full.f8_variants["centred"] == (0.0, (0.1, 1.0), steps)
 
 
+def test_f9_orders_reads_app_o_timing_orders():
+    """App. O's three orderings read on F9's table: angle before radius, A11 by radius, A10's slowest."""
+    row = lambda g, R, phi, rad, ang: {"group": g, "R": R, "phi / pi": phi, "radius step": rad, "angle step": ang}  # noqa: E731
+    rows = [row("A9", 1.0, 0.0, 50, -1), row("A10", 1.0, 0.25, 40, 20), row("A10", 1.0, -0.75, 90, 95),
+            row("A11", 0.4, 1 / 6, 80, 10), row("A11", 1.05, 1 / 6, 30, 10)]
+    assert experiments.f9_orders(rows) == {"angle first": "3 of 4", "A11 in order": "yes", "A10 slowest": "-0.75π"}
+    rows[3]["radius step"] = 20
+    assert experiments.f9_orders(rows)["A11 in order"] == "no"
+
+
 # ----------------------------------------------------------------------------- parameters
 @pytest.mark.parametrize(("name", "value"), [("profile", "fast"), ("T", 0), ("lr", -0.01), ("lr", 0),
                                              ("steps", 0), ("init_scale", 0), ("b0", -1),

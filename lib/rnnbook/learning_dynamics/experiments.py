@@ -457,6 +457,18 @@ def f9_timing(f9: dict, frac: float = 0.1) -> list[dict]:
     return rows
 
 
+def f9_orders(rows: list[dict]) -> dict[str, str]:
+    """F9 (App. O): the three orderings App. O shows, read on :func:`f9_timing`'s rows (reported, not
+    judged): in how many runs with an angle to learn the angle settles no later than the radius; whether
+    the A11 runs learn a larger radius no later; and the angle of the slowest A10 run (A10: -3π/4)."""
+    angled = [r for r in rows if r["angle step"] >= 0 and r["radius step"] >= 0]
+    a11 = sorted((r for r in rows if r["group"] == "A11"), key=lambda r: r["R"])
+    a10 = max((r for r in rows if r["group"] == "A10"), key=lambda r: (r["radius step"], r["angle step"]))
+    return {"angle first": f"{sum(r['angle step'] <= r['radius step'] for r in angled)} of {len(angled)}",
+            "A11 in order": "yes" if all(x["radius step"] >= y["radius step"] for x, y in zip(a11, a11[1:])) else "no",
+            "A10 slowest": f"{a10['phi / pi']:g}π"}
+
+
 def f10_runs(Ts: Sequence[int], n: int, init_scale: float, b0: float, lr: float, steps: int,
              construction: str = "lag", kappa: float = 1.0, span: float = 5.0) -> dict[str, np.ndarray]:
     """F10 / C10 (rebuttal; App. M's loss, our constructions :func:`multi_output_task`): for each T,
