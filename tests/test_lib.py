@@ -1689,3 +1689,24 @@ def test_citation_file_names_the_book():
     assert cff["authors"] == [{"name": config["author"]}] and cff["repository-code"].startswith("https://")
     intro = (root / "intro.md").read_text()
     assert "`CITATION.cff`" in intro and f"version      = {{{version}}}" in intro
+
+
+def test_the_chapter_kernel_imports_this_library(tmp_path, monkeypatch):
+    """A chapter's kernel (it starts in chapters/) gets this library's folder first on PYTHONPATH, so
+    a run from a git worktree whose venv holds an editable install of another checkout, or with a
+    relative PYTHONPATH=lib, still computes with the worktree's code; the caller's path follows."""
+    import papermill
+
+    seen = {}
+
+    def stop(*args, **kwargs):
+        seen["PYTHONPATH"] = execute.os.environ["PYTHONPATH"]
+        raise RuntimeError("stopped before the kernel")
+
+    monkeypatch.setenv("PYTHONPATH", "lib")
+    monkeypatch.setattr(papermill, "execute_notebook", stop)
+    with pytest.raises(RuntimeError, match="stopped"):
+        execute.execute_chapter("learning_dynamics", {"profile": "quick"}, tmp_path, quiet=True)
+    first, rest = seen["PYTHONPATH"].split(execute.os.pathsep)
+    assert Path(first) == Path(rnnbook.__file__).resolve().parents[1] and rest == "lib"
+    assert execute.os.environ["PYTHONPATH"] == "lib"  # restored after the run

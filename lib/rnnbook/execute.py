@@ -35,7 +35,7 @@ import yaml
 from rnnbook import claims, engine
 from rnnbook.display import SmokeResults
 from rnnbook.paths import (BOOK_ROOT, BUILD_DIR, CHAPTERS_DIR, DEVICE_FILE, FULL_RESULTS_DIR,
-                           SURVEY_DIR, chapters, code_version, default_results_dir, git_commit,
+                           LIB_DIR, SURVEY_DIR, chapters, code_version, default_results_dir, git_commit,
                            results_version)
 
 EXECUTED_DIR = BUILD_DIR / "executed"  # executions of default parameters the book may reuse
@@ -91,6 +91,15 @@ def _env(**values: str) -> Iterator[None]:
                 os.environ[k] = v
 
 
+def kernel_pythonpath() -> str:
+    """``PYTHONPATH`` for a chapter's kernel (all chapters): this library's folder first, so that the
+    kernel imports the same ``rnnbook`` as the driver. The kernel starts in ``chapters/``, where a
+    relative ``PYTHONPATH=lib`` finds nothing, and an editable install of another checkout (a venv
+    shared with a git worktree) would otherwise win."""
+    rest = os.environ.get("PYTHONPATH", "")
+    return os.pathsep.join([str(LIB_DIR.parent)] + ([rest] if rest else []))
+
+
 def execute_chapter(chapter: str, parameters: dict[str, Any] | None = None,
                     results_dir: str | os.PathLike | None = None,
                     output: str | os.PathLike | None = None, quiet: bool = False,
@@ -121,7 +130,7 @@ def execute_chapter(chapter: str, parameters: dict[str, Any] | None = None,
     started = datetime.datetime.now(datetime.timezone.utc)
     t0 = time.perf_counter()
     executor = executor or engine.Executor()
-    with _env(RNNBOOK_RESULTS=str(root), RNNBOOK_QUIET="1" if quiet else "0",
+    with _env(RNNBOOK_RESULTS=str(root), RNNBOOK_QUIET="1" if quiet else "0", PYTHONPATH=kernel_pythonpath(),
               **{engine.ENV: engine.to_env(executor)}):
         papermill.execute_notebook(nb, str(out), parameters=parameters, cwd=str(CHAPTERS_DIR),
                                    kernel_name="python3", progress_bar=not quiet,
