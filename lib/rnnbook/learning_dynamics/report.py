@@ -93,7 +93,7 @@ SUMMARY = Summary(
          "stall at naive rates, NeuroGym's uncentred inputs need a 20 to 30 times smaller rate and five to ten times "
          "the steps, App. L's instability shows only in a window of GD rates (judged on the minima's "
          "sharpness), and the rebuttal's multi-output claim has no task, so we built one.",
-    full_cost="measured 4 December 2026: 42 min (2,513 s) on 2 CPU cores (x86_64, 23.5 GiB; the "
-              "chapter on one thread) with Fig. A5 at N_h = 64; at the paper's N_h = 300 it is a GPU "
-              "job, not measured.",
+    full_cost="measured 6 December 2026: 27 min (1,610 s) on 2 CPU cores (x86_64, 23.5 GiB; the "
+              "chapter on one thread, other runs on the other core) with Fig. A5 at N_h = 64; at "
+              "the paper's N_h = 300 it is a GPU job, not measured.",
 )
