@@ -90,7 +90,7 @@ SUMMARY = Summary(
          "and the phase transition are a few lines each and match GD or sympy to round-off, and an "
          "aligned network reduces to the modes exactly.",
     hard="Every setting the paper does not print: the NTK sweep and the sensory networks diverge or "
-         "stall at naive rates, NeuroGym's uncentred inputs need a 20 to 30 times smaller rate and five to ten times "
+         "stall at naive rates, NeuroGym's uncentred inputs need a 20 to 31 times smaller rate and five to ten times "
          "the steps, App. L's instability shows only in a window of GD rates (judged on the minima's "
          "sharpness), and the rebuttal's multi-output claim has no task, so we built one.",
     full_cost="measured 6 December 2026: 27 min (1,610 s) on 2 CPU cores (x86_64, 23.5 GiB; the "
