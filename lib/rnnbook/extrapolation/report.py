@@ -25,7 +25,8 @@ FINDINGS = [
             "its state space dimension is\" (no number)", "F7, C10", "shape only",
             "C1's rules at every d = 8, 20, 50, 100, 200 (d̂ = 2, k = 3 and 5, three seeds, quick "
             "profile): the line stays at 2d̂ and ε_q above it does not grow with d; the full "
-            "profile's d up to 400 has not been run"),
+            "profile's sizes are not finished (d ≤ 50 in its committed pieces, d = 100 partly, 200 "
+            "and 400 not started)"),
     Finding("§3, Prop. 3", "an overparameterized student (d > k, d > d̂) can reach zero loss on "
             "length k and fail to extrapolate; not readable: the paper's construction", "C3, F6",
             "shape only",
@@ -40,8 +41,8 @@ FINDINGS = [
             "reading; C1 tests GD stopped at a loss gate, not gradient flow at zero loss"),
     Finding("Abstract: balancedness kept", "GD with small steps and near-zero initialisation "
             "\"strives to maintain\" a form of balancedness (no number)", "C4", "shape only",
-            "with a symmetric A and B = Cᵀ our GD keeps balance to round-off (0.0 in every survey "
-            "run), an identity of the gradient: a check, not evidence"),
+            "with a symmetric A and B = Cᵀ our GD keeps balance to round-off (at most 6.6e-16 in the "
+            "survey, exactly 0 in six of nine runs), an identity of the gradient: a check, not evidence"),
     Finding("§4.2", "under mild conditions, approximate convergence gives approximate extrapolation; "
             "not readable: the bound and its conditions", "F4, C6", "shape only",
             "proxies of ours on the symmetric, balanced runs: across runs ε_q ≤ c√L with c fitted "
@@ -71,8 +72,9 @@ FINDINGS = [
     Finding("§5.3 (GRU)", "GRUs \"too exhibit a phase transition\" as k varies; where and how "
             "sharply is not stated; not readable: the figure and its setting", "F3, C8",
             "shape only",
-            "16 students per k at k = 2, 6, 10: the error beyond the window falls from about that "
-            "of silence to 0.24 to 0.44 (survey), hence 'partly'; our GRU setup. The spec's k grid "
+            "16 students per k at k = 2, 6, 10: the error relative to a silent student is 1.02 to "
+            "1.06 at k = 2 and 0.24 to 0.42 at k = 10 (beyond the window 0.24 to 0.44; survey), "
+            "hence 'partly'; our GRU setup. The spec's k grid "
             "2, 4, ..., 10 and a long-memory teacher (λ̂ = 1) run in the full profile only, not yet "
             "committed"),
     Finding("Appendix B", "not readable: implementation details and additional experiments", "",
@@ -93,9 +95,13 @@ SUMMARY = Summary(
          "prose. Symmetric, balanced students converge slowly (a loss of 1e-10 needs 2e5 to 4e5 "
          "steps), so judging needs a loss gate; GRU students scatter so widely that a stable median "
          "needs 16 of them per k; which assumptions §5.2 dropped is unknown.",
-    full_cost="Not measured: no full run has finished. On one H200 (4 December 2026) its first "
-              "64-run chunk at d = 20 reached step 181,389 of 200,001 in 223 s (about 1.1 ms a "
-              "step, launch-bound); from that speed the 17 chunks would take at most about 12 "
-              "hours on one GPU, and on one CPU thread of a 2-core x86_64 machine the d = 100 runs "
-              "alone at most about 7.5 hours (estimates, 3 and 4 December 2026).",
+    full_cost="Not measured: no full run has finished. Its finished pieces are committed (on "
+              "7 December 2026: 1,087 of them, the sweeps at d = 20 and 50 done, the d = 100 one at "
+              "192 of 350, one CPU thread for about 3.5 hours in all; paper_scale.md). On one H200 "
+              "(4 December 2026) its first 64-run chunk at d = 20 reached step 181,389 of 200,001 "
+              "in 223 s (about 1.1 ms a step, launch-bound); from that speed the 17 chunks of the "
+              "sweep before issue 43 would take at most about 12 hours on one GPU, and on one CPU "
+              "thread of a 2-core x86_64 machine its d = 100 runs alone at most about 7.5 hours "
+              "(estimates, 3 and 4 December 2026); C10's sizes up to 400 and C11-C12's runs come "
+              "on top.",
 )
