@@ -6,7 +6,7 @@ We never read the values of the paper's Table 1 or of its figures (the chapter's
 ``../shared/papers/stable_models.check.md`` say what was read), so no row is "same" for a number of
 the paper: "shape only" is the best a row can be where the paper gives only a direction or a shape.
 Ranges quoted in the notes are those of the committed seed survey (quick profile, seeds 0 to 4, 11
-and 17, 5 December 2026) unless a note says otherwise; the live values are in the claims table.
+and 17, 6 December 2026, commit 248b526) unless a note says otherwise; the live values are in the claims table.
 """
 from rnnbook.report import Finding, Summary
 
@@ -84,10 +84,9 @@ FINDINGS = [
     Finding("Fig. 3 (§4.4)", "in trained language models the gradient with respect to inputs i steps "
             "back vanishes quickly, for the LSTM more slowly; not readable: we did not have its values",
             "F3, C10, C10-vanish", "shape only",
-            "on PTB characters (the quick profile): g(20)/g(1) about 1e-4 for the LSTM against "
-            "about 1e-6 for the RNN; with its forget gate shut (C10's control) the LSTM's falls to "
-            "about 1e-11 and the rule refuses it; the ordering is there at initialisation too "
-            "(recomputed from the survey's models); g(40)/g(1) < 1e-2 is a separate sanity check; "
+            "on PTB characters (the quick profile): g(20)/g(1) 1e-4 to 3e-4 for the LSTM against "
+            "2e-6 to 5e-6 for the RNN; with its forget gate shut (C10's control) the LSTM's falls to "
+            "2e-12 to 1e-11 and the rule refuses it; the ordering is there at initialisation too; g(40)/g(1) < 1e-2 is a separate sanity check; "
             "the word-level panel is the full profile's, not run"),
     Finding("Fig. 4 (§4.4), music", "returns diminish in k: a larger k leaves the LSTM unchanged and "
             "slightly degrades the unstable RNN", "F4, C11", "shape only",
@@ -116,7 +115,7 @@ SUMMARY = Summary(
          "text, so not the values of Table 1 or of its figures, the inequalities of Prop. 2 or the "
          "constants of Prop. 3, Prop. 4 and Thm. 1.",
     easy="The theory: the projection, the truncation bound and the weight gap of truncated "
-         "training check on synthetic models in float64 within seconds, and the benchmarks' data "
+         "training check on synthetic models in float64 within about a minute of one core, and the benchmarks' data "
          "are small and public.",
     hard="Without Table 1's values every comparison is between our own stable and unstable models, "
          "judged against a relative line of ours and, on JSB, the measured effect of memory; "
