@@ -39,13 +39,13 @@ FINDINGS = [
             "shape only", "five-seed medians 12 to 46 after 3000 steps (209 in an uncommitted "
             "10,000-step pilot): orders of magnitude, short of the paper's at both ends: at seed 0 "
             "14% of our A's entries are at or below 0 (the paper's 46%), so A's aggregate sits about "
-            "60 times above its 10^-7.27, and none of our λ entries reach Adam's ceiling (the paper's "
+            "55 times above its 10^-7.27, and none of our λ entries reach Adam's ceiling (the paper's "
             "25%), so λ's sits about 5 times below its 10^-3.12"),
     Finding("Fig. 4, Hessians", "similar spectra; the diagonal network's top eigenvectors "
             "concentrated on few parameters (drawn, no number)", "F5, C6", "shape only",
             "on the paper's 64 x 300 batch Hessians (population ones beside): the top-9 eigenvalues "
             "of the two networks a median 0.58 decades apart at seed 0 (0.45 to 0.65 over seeds 0–4 "
-            "in a trial), and the c-diag top-4 eigenvectors more concentrated (IPR, our metric) for "
+            "in the survey), and the c-diag top-4 eigenvectors more concentrated (IPR, our metric) for "
             "every teacher but one in 45"),
     Finding("Fig. 4, per-entry picture", "a per-entry scatter of Adam's rates (46% of A's entries "
             "negative and not drawn; 25% of λ's at Adam's ceiling)", "F5", "shape only",
@@ -61,7 +61,7 @@ FINDINGS = [
             "draw the 9 non-null ones"),
     Finding("Fig. 5A", "LRU and GRU activity flat across τ; the complex diagonal network's about "
             "1e5 at ν ≈ 0.99 (BERT inputs, 512 tokens)", "F6, C8", "shape only",
-            "c-diag grows 1.1e3 to 1.9e3, 100 times short, on 128 tokens of the substitute; LRU "
+            "c-diag grows 1.1e3 to 1.9e3, 53 to 90 times short, on 128 tokens of the substitute; LRU "
             "0.63 to 0.99, GRU 0.84 to 0.96"),
     Finding("Fig. 5B", "the LRU's θ-gradient grows while its ν-gradient and the GRU's stay flat; "
             "c-diag's λ-gradient grows (no number read)", "F6", "shape only",
@@ -70,7 +70,7 @@ FINDINGS = [
             "10^2.9 (±0.2 decade), the rest flat; without normalisation up to about 10^10.4",
             "F6, C7", "same",
             "LayerNorm λ span 471 to 682 and 'all but λ' span 2.7 to 4.1 over seeds 0–4 (the paper's "
-            "about 800 and 6); F6C draws both curves, as the notebook does; C7 regraded on them "
+            "about 800 and 6); F6's panel C draws both curves, as the notebook does; C7 regraded on them "
             "(5 December 2026), where a 1e2 line set on a misreading had marked it down"),
     Finding("Fig. 6", "exp keeps the ω_ν-curvature bounded while the ω_θ-curvature grows; polar "
             "both grow; opt both bounded (slices at θ* = 0 and π/100)", "F7", "shape only",
@@ -145,12 +145,14 @@ SUMMARY = Summary(
          "the authors' scan files, and, written as a quadratic form in the impulse responses, every "
          "run of a figure trains as one batched program on two CPU cores.",
     hard="Reaching the paper's magnitudes: runs of 1,000 to 3,000 steps leave the diagonal students "
-         "far from converged, so their losses sit 20 to 200 times above the paper's, and the Adam "
+         "far from converged, so their losses sit 20 to 200 times above the paper's after 1,000 steps "
+         "and 2 to 24 times after the ladder's 3,000, and the Adam "
          "probe's ratio (12 to 46; 209 in a 10,000-step pilot) stays far below its 1.4e4: fewer of "
          "our A's entries point against the probe and none of our λ's reach Adam's ceiling. The BERT inputs of Figs. 5 and 12 to 15 could not be had, and "
          "two notebooks had to be run both ways (Fig. 8's S, Fig. 7's optimiser).",
-    full_cost="not measured: as of 5 December 2026 no full profile of this chapter has run "
-              "(paper_scale.md). Only its smoke test at toy sizes was timed on a GPU: 59 s on one NVIDIA H200 "
-              "(4 December 2026). Our specification estimates 20 to 60 GPU-minutes for its about "
+    full_cost="not finished: 5 of the teacher-student sweep's 10 seed pieces are committed "
+              "(6 December 2026, 16 to 26 min each on one shared CPU thread); the ladder, probe and E1 "
+              "programs have not run (paper_scale.md). Its smoke test at toy sizes took 59 s on one "
+              "NVIDIA H200 (4 December 2026). Our specification estimates 20 to 60 GPU-minutes for its about "
               "2,100 runs of 10,000 steps (an estimate, never checked).",
 )
