@@ -11,29 +11,33 @@ FINDINGS = [
     Finding("Zucchet & Orvieto Fig. 1, eq. (cm-h2)", "E[h²] and E[(d_λ h)²] diverge as λ → 1",
             "S1, S1b, S3", "shape only", "at a finite length T they saturate at T and T³/3; the "
             "crossover 1 − b = κ/T is our prediction, measured within 1/T"),
-    Finding("Miller & Hardt Prop. 3", "a λ-stable model is within λᵏ of its depth-k truncation",
+    Finding("Miller & Hardt Prop. 3", "a λ-stable model is within O(λᵏ) of its depth-k truncation",
             "S2", "same", "no projected student followed the teacher beyond the bound's horizon t*"),
     Finding("Miller & Hardt §4.2, abstract", "stable models perform about as well as unstable ones",
             "S2", "differs", "not on a λ̂ = 1 teacher of Cohen-Karlik et al.: there the stable "
             "students stop following where the unconstrained ones extrapolate (a conflict of scope)"),
     Finding("Cohen-Karlik et al. §3-4", "GD from a balanced start learns a low-dimensional "
-            "teacher and extrapolates", "S2, S4, S4b", "same", "the unconstrained and the wider "
-            "students reach zero loss and follow the teacher to the horizon q"),
+            "teacher and extrapolates", "S2, S4, S4b", "same", "S2's unconstrained students follow "
+            "the teacher to the horizon q (median ε_q ≤ τ); S4b's wider students pass the zero-loss "
+            "gate (ε_q reported)"),
     Finding("Proca et al. eq. 47", "the time at which one connectivity mode is learned", "S4a",
             "shape only", "holds on Cohen-Karlik et al.'s trainer within the drift of b that "
-            "eq. 47 neglects"),
+            "eq. 47 neglects, with b frozen at its initial value; frozen at λ̂ (the learning-dynamics "
+            "chapter's F1 reading) it misses by about 0.3"),
     Finding("Proca et al. App. F", "a one-mode network stops at its energy's floor on a "
             "two-mode task", "S4b", "same", "the d = 1 students end at a minimum of the energy, "
             "never below the floor"),
     Finding("the three papers' memory costs", "each grows with 1/(1 − λ) by its own formula",
-            "S5", "same", "one scale M = 1/(1 − λ) with exponents 1, 1, 1, 3, 1, 3 (our reading)"),
+            "S5", "same", "one scale M = 1/(1 − λ) with exponents 1, 1, 1, 3, 1, 3 and Miller & Hardt's "
+            "raw depth 1 + 1/ln(B₀/ε) (our reading; their two rows are identities of the rebuilt "
+            "bound): one scale, not one exponent"),
 ]
 
 SUMMARY = Summary(
     read="The four papers as their chapters read them; the comparisons are ours: no paper makes "
          "them, so each section derives its prediction from both papers' equations.",
     easy="Closed forms: the regulariser, the moments and the memory scale join in a few lines of "
-         "algebra and check to float64 round-off.",
+         "algebra and check to float64 round-off (S5's exponents to their derived 1/M bias).",
     hard="Tolerances for claims no paper states: each section justifies its own, and checks "
          "that a wrong derivation (a missing factor 2, the wrong moment) fails them.",
     full_cost="measured 7 December 2026 on 2 CPU cores (x86_64): 398 s from scratch on one "
