@@ -716,7 +716,7 @@ class Settings:
         return self.sensory_steps(self.f7_T) * self.pick(1, 10)
 
     @property
-    def f7_lr(self) -> float:  # F7's sum target at f7_T (the mean's is T times it): 0.1 at T = 6
+    def f7_lr(self) -> float:  # F7's sum target at f7_T (the mean's is T times it): 0.39 at T = 4
         return 5.5 / self.sensory_curv(self.f7_T)
 
     f7_slowdown = 20  # NeuroGym's inputs: F7's rate / 20 for ten times the steps (see f7_variants)
@@ -726,7 +726,7 @@ class Settings:
         """F7 / C8: (baseline, N_h, sum rate, steps) per input variant. "neurogym": the paper's inputs
         (baseline 0.5, App. P.4.3), judged: their top covariance eigenvalue is about 37 times the
         centred one's, so the rate is :attr:`f7_lr` / :attr:`f7_slowdown` (at / 10 the sum network
-        was still far off after 30,000 steps) for ten times :attr:`f7_steps` (after 30,000 steps at / 20 its sum error was still
+        was still far off after 30,000 steps) for ten times the quick profile's :attr:`f7_steps` (after 30,000 steps at / 20 its sum error was still
         0.06; our trials, 5 December 2026, T = 4, seed 0). "centred" and "centred-Nh16" (full profile
         only): our variant, at :attr:`f7_lr` for :attr:`f7_steps`."""
         out = {"neurogym": (0.5, 4, self.f7_lr / self.f7_slowdown, 10 * self.sensory_steps(self.f7_T))}
@@ -740,8 +740,8 @@ class Settings:
 
     @property
     def f8_variants(self) -> dict[str, tuple[float, tuple[float, ...], int]]:
-        """F8 / C9: (baseline, rates, steps) per input variant; each sweep's largest rate is "our rate".
-        The sum task's rule :math:`5.5/\sum_{k<T}k^2` (0.1 at T = 6, F7's rate there) is scaled by
+        r"""F8 / C9: (baseline, rates, steps) per input variant; each sweep's largest rate is "our rate".
+        The sum task's rule :math:`5.5/\sum_{k<T}k^2` (F7's rule; 0.1 at T = 6) is scaled by
         :attr:`f8_factors` on centred inputs. "neurogym" (the paper's inputs, baseline 0.5, App. P.4.3;
         judged) divides it by κ = :func:`~rnnbook.learning_dynamics.networks.input_moment_ratio` (about
         31: the inputs' top second moment, which sets the sharpness of both minima, is κ times the

@@ -303,7 +303,7 @@ def sensory_inputs(P: int, T: int, rng: np.random.Generator, baseline: float = 0
 
 
 def input_moment_ratio(baseline: float = 0.5, P: int = 100_000) -> float:
-    """C9's κ: the top eigenvalue of the sensory inputs' second moment :math:`E[x x^\top]` with
+    r"""C9's κ: the top eigenvalue of the sensory inputs' second moment :math:`E[x x^\top]` with
     ``baseline`` over the centred inputs' (:func:`sensory_inputs`, ``P`` draws of one step, seed 0):
     about 31 for NeuroGym's 0.5, where the baseline direction (:math:`4\cdot0.5^2`) dwarfs the
     signal's and the noise's variance. A minimum's sharpness scales with it, so C9's rates do too."""
@@ -327,7 +327,7 @@ def sensory_targets(X: np.ndarray, rule: str) -> np.ndarray:
 
 
 def columns(X: torch.Tensor, Y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """F6, F7, F8: inputs (C, P, T, N_x) and targets (C, P, N_y) in the layout of :func:`loss_grads`,
+    """F6, C9: inputs (C, P, T, N_x) and targets (C, P, N_y) in the layout of :func:`loss_grads`,
     (C, N_x, T·P) (x_1 of every trial, then x_2, ...) and (C, N_y, P): trials along the last axis,
     where torch's CPU batched products of these small matrices are up to three times faster than
     with trials along the rows (our timing, 3 December 2026), and all time steps in one product."""
@@ -337,7 +337,7 @@ def columns(X: torch.Tensor, Y: torch.Tensor) -> tuple[torch.Tensor, torch.Tenso
 
 def loss_grads(Wx: torch.Tensor, Wh: torch.Tensor, Wy: torch.Tensor, X: torch.Tensor, Y: torch.Tensor
                ) -> tuple[torch.Tensor, ...]:
-    r"""F6, F7, F8: half MSE :math:`L=\frac1{2P}\sum_p\lVert \hat y_{p,T}-y_{p,T}\rVert^2` of :func:`forward`
+    r"""F6, C9's sharpness: half MSE :math:`L=\frac1{2P}\sum_p\lVert \hat y_{p,T}-y_{p,T}\rVert^2` of :func:`forward`
     and its gradients by hand-written backpropagation through time, batched over a leading axis:
     W (C, ., .), X (C, N_x, T·P) and Y (C, N_y, P) (:func:`columns`); ``bench/learning_dynamics.py``
     times the F6 sweep that uses it against autograd.
@@ -361,16 +361,52 @@ def loss_grads(Wx: torch.Tensor, Wh: torch.Tensor, Wy: torch.Tensor, X: torch.Te
     return L, dWx, dWh, dWy, ds[0], hs[-1]
 
 
+def sensory_moments(X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""F7, F8: the moments that the half MSE of a linear RNN depends on: with the stacked inputs
+    :math:`\bar x=(x_1,\dots,x_T)` of each trial, :math:`\Sigma_{xx}=\frac1P\sum_p\bar x_p\bar x_p^\top`
+    (C, T·N_x, T·N_x) and :math:`\Sigma_{yx}=\frac1P\sum_py_p\bar x_p^\top` (C, N_y, T·N_x), from X
+    (C, P, T, N_x) and Y (C, P, N_y)."""
+    C, P, T, N_x = X.shape
+    Xb = X.reshape(C, P, T * N_x)
+    return Xb.swapaxes(1, 2) @ Xb / P, Y.swapaxes(1, 2) @ Xb / P
+
+
+def moment_grads(Wx: np.ndarray, Wh: np.ndarray, Wy: np.ndarray, Sxx: np.ndarray, Syx: np.ndarray
+                 ) -> tuple[np.ndarray, ...]:
+    r"""F7, F8: the gradients of :func:`loss_grads`'s half MSE from :func:`sensory_moments`, batched over
+    a leading axis. :math:`\hat y=G\bar x` with :math:`G=W_y[M_1\cdots M_T]`,
+    :math:`M_t=W_h^{T-t}W_x`, so :math:`L=\frac12\operatorname{tr}(G\Sigma_{xx}G^\top)-
+    \operatorname{tr}(\Sigma_{yx}G^\top)+\text{const}` and :math:`\partial L/\partial G=G\Sigma_{xx}-
+    \Sigma_{yx}`; back through :math:`M_t=W_hM_{t+1}`. No trial axis: (T·N_x)² numbers per network
+    instead of T·N_x·P, in NumPy (small matrices: fewer and cheaper calls than torch's; a GD step
+    at C9's size 5.7 to 7.2 times faster than with :func:`loss_grads`,
+    ``bench/learning_dynamics_sensory.py``, 7 December 2026). Returns
+    (dWx, dWh, dWy, [M_1 ... M_T]), the last (C, N_h, T·N_x)."""
+    N_x = Wx.shape[2]
+    T = Sxx.shape[1] // N_x
+    Ms = [Wx]  # M_T = W_x, M_t = W_h M_{t+1}
+    for _ in range(T - 1):
+        Ms.append(Wh @ Ms[-1])
+    M = np.concatenate(Ms[::-1], 2)
+    R = Wy @ M @ Sxx - Syx  # dL/dG
+    dM = Wy.swapaxes(1, 2) @ R
+    gs = [dM[..., :N_x]]  # dL/dM_1, then accumulated down to dL/dM_T = dL/dW_x
+    for t in range(1, T):
+        gs.append(dM[..., t * N_x:(t + 1) * N_x] + Wh.swapaxes(1, 2) @ gs[-1])
+    dWh = np.concatenate(gs[:-1], 2) @ M[..., N_x:].swapaxes(1, 2)  # sum_t dL/dM_t M_{t+1}^T
+    return gs[-1], dWh, R @ M.swapaxes(1, 2), M
+
+
 def train_sensory(rules: Sequence[str], T: int, seeds: Sequence[int], N_h: int = 4, P: int = 256,
                   init_scale: float = 0.1, lr: float | dict = 0.1, steps: int = 3000, n_rec: int = 150,
                   T_test: Sequence[int] = (), T_track: Sequence[int] = (), P_test: int = 1024,
-                  baseline: float = 0.0, device: str | torch.device = "cpu") -> dict[str, np.ndarray]:
+                  baseline: float = 0.0) -> dict[str, np.ndarray]:
     r"""F7 / F8 / C8 / C9: unaligned RNNs (:math:`\mathcal N(0,\sigma^2/N_\text{in})`, σ =
     ``init_scale``) trained on the sensory task by plain full-batch GD (the paper's optimiser) on the
-    half MSE of :func:`loss_grads`, all (rule, rate, seed) as one batch, in torch on ``device`` (inputs and
-    initial weights drawn on the CPU, the same at every rate); ``lr`` may be a dict per rule, whose
-    values may be sequences of rates (C9's sweep). ``baseline`` 0 centres the inputs (our choice,
-    see the chapter); 0.5 is NeuroGym's. Records, ``n_rec`` times,
+    half MSE of :func:`loss_grads`, all (rule, rate, seed) as one batch, on the CPU in NumPy float64
+    through :func:`moment_grads` (the inputs and initial weights the same at every rate); ``lr`` may
+    be a dict per rule, whose values may be sequences of rates (C9's sweep). ``baseline`` 0 centres
+    the inputs (our choice, see the chapter); 0.5 is NeuroGym's. Records, ``n_rec`` times,
     the singular values of :math:`W_h` and :math:`W_yW_x`, :math:`\lVert\partial L/\partial h_{T+1}\rVert`,
     :math:`\lVert\partial L/\partial W_h\rVert`, App. L's :math:`dH_T/dt_\theta` (the change of the
     final hidden states per unit of training time, :math:`\frac1P\sum_p\lVert h_{p,T+1}(n)-h_{p,T+1}(n-1)
@@ -387,67 +423,68 @@ def train_sensory(rules: Sequence[str], T: int, seeds: Sequence[int], N_h: int =
                            for n_out, n_in in ((N_h, 4), (N_h, N_h), (4, N_h))])
                 lrs.append(float(rate)), rules_r.append(rule)
     X, Y = np.array(Xs), np.array(Ys)
-    Xc, Yc = columns(*(torch.from_numpy(a).to(device) for a in (X, Y)))
-    Wx, Wh, Wy = (torch.from_numpy(np.array(w)).to(device) for w in zip(*W0))
-    eta = torch.tensor(lrs, dtype=DTYPE, device=device)[:, None, None]
+    Sxx, Syx = sensory_moments(X, Y)
+    Xb = X.reshape(len(X), P, -1).swapaxes(1, 2)  # stacked inputs, trials along the last axis
+    Wx, Wh, Wy = (np.array(w) for w in zip(*W0))
+    eta = np.array(lrs)[:, None, None]
     rules_r = np.array(rules_r)
-    track = [_test_set(Tt, P_test, baseline, rules_r, device) for Tt in T_track]
+    track = [_test_set(Tt, P_test, baseline, rules_r) for Tt in T_track]
     every = max(steps // n_rec, 1)
     rec = {k: [] for k in ("step", "sv_h", "sv_yx", "grad_h", "grad_Wh", "dH_dt", "loss", "rel_mse_track")}
-    h_prev = None
-    for step in range(steps + 1):
-        L, gx, gh, gy, dh, h = loss_grads(Wx, Wh, Wy, Xc, Yc)
-        if step % every == 0 or step == steps:
-            _record(rec, step, Wx, Wh, Wy, L, gh, dh, h, h_prev, eta, track)
-        if step == steps:
-            break
-        h_prev = h
-        Wx, Wh, Wy = (torch.addcmul(w, eta, g, value=-1) for w, g in ((Wx, gx), (Wh, gh), (Wy, gy)))
+    M_prev = None
+    with np.errstate(over="ignore", invalid="ignore"):  # a diverged run is recorded as such (nan, inf)
+        for step in range(steps + 1):
+            gx, gh, gy, M = moment_grads(Wx, Wh, Wy, Sxx, Syx)
+            if step % every == 0 or step == steps:
+                _record(rec, step, (Wx, Wh, Wy), gh, M, M_prev, Xb, Y, eta, track)
+            if step == steps:
+                break
+            M_prev = M
+            Wx, Wh, Wy = Wx - eta * gx, Wh - eta * gh, Wy - eta * gy
     out = {k: np.array(v) for k, v in rec.items()}
-    out["rel_mse"] = np.array([_rel_mse(Wx, Wh, Wy, *_test_set(Tt, P_test, baseline, rules_r, device))
+    out["rel_mse"] = np.array([_rel_mse(Wx, Wh, Wy, *_test_set(Tt, P_test, baseline, rules_r))
                                for Tt in T_test]).T.reshape(len(Xs), len(T_test))
     out.update({"T_test": np.array(T_test), "T_track": np.array(T_track), "rule": rules_r, "T": T,
-                "Wh": Wh.cpu().numpy(), "Wx": Wx.cpu().numpy(), "Wy": Wy.cpu().numpy(), "X": X, "Y": Y,
-                "lr": np.array(lrs)})
+                "Wh": Wh, "Wx": Wx, "Wy": Wy, "X": X, "Y": Y, "lr": np.array(lrs)})
     return out
 
 
-def _record(rec: dict[str, list], step: int, Wx: torch.Tensor, Wh: torch.Tensor, Wy: torch.Tensor,
-            L: torch.Tensor, gh: torch.Tensor, dh: torch.Tensor, h: torch.Tensor, h_prev: torch.Tensor | None,
-            eta: torch.Tensor, track: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> None:
-    """F7, F8: one record of :func:`train_sensory` (the only host syncs of its loop), as NumPy."""
-    host = lambda a: a.cpu().numpy()
+def _record(rec: dict[str, list], step: int, W: tuple[np.ndarray, ...], gh: np.ndarray, M: np.ndarray,
+            M_prev: np.ndarray | None, Xb: np.ndarray, Y: np.ndarray, eta: np.ndarray,
+            track: Sequence[tuple[np.ndarray, np.ndarray]]) -> None:
+    """F7, F8: one record of :func:`train_sensory`: the final hidden states :math:`h_{T+1}=[M_1\\cdots
+    M_T]\\bar x` of every trial (now and one step before), the residual and the loss."""
+    Wx, Wh, Wy = W
+    h = M @ Xb  # (C, N_h, P)
+    r = (Wy @ h - Y.swapaxes(1, 2)) / Y.shape[1]
     rec["step"].append(step)
     rec["sv_h"].append(_svals(Wh))
     rec["sv_yx"].append(_svals(Wy @ Wx))
-    rec["grad_h"].append(host(torch.linalg.matrix_norm(dh)))
-    rec["grad_Wh"].append(host(torch.linalg.matrix_norm(gh)))
-    rec["dH_dt"].append(np.full(len(h), np.nan) if h_prev is None else
-                        host(torch.linalg.vector_norm(h - h_prev, dim=1).mean(1) / eta[:, 0, 0]))
-    rec["loss"].append(host(L))
+    rec["grad_h"].append(np.linalg.norm(Wy.swapaxes(1, 2) @ r, axis=(1, 2)))  # dL/dh_{T+1}
+    rec["grad_Wh"].append(np.linalg.norm(gh, axis=(1, 2)))
+    rec["dH_dt"].append(np.full(len(h), np.nan) if M_prev is None else
+                        np.linalg.norm(h - M_prev @ Xb, axis=1).mean(1) / eta[:, 0, 0])
+    rec["loss"].append(0.5 * Y.shape[1] * (r * r).sum((1, 2)))
     rec["rel_mse_track"].append([_rel_mse(Wx, Wh, Wy, *t) for t in track])
 
 
-def _test_set(T: int, P: int, baseline: float, rules: Sequence[str], device: str | torch.device = "cpu"
-              ) -> tuple[torch.Tensor, torch.Tensor]:
-    """F7: fresh sensory inputs of length T (seeded by T, shared by every run, drawn on the CPU) and
-    each run's targets, on ``device``."""
+def _test_set(T: int, P: int, baseline: float, rules: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """F7: fresh sensory inputs of length T (seeded by T, shared by every run) and each run's targets."""
     X = sensory_inputs(P, T, np.random.default_rng([10_000 + T]), baseline)
-    Y = np.array([sensory_targets(X, rule) for rule in rules])
-    return torch.from_numpy(X).to(device), torch.from_numpy(Y).to(device)
+    return X, np.array([sensory_targets(X, rule) for rule in rules])
 
 
-def _rel_mse(Wx: torch.Tensor, Wh: torch.Tensor, Wy: torch.Tensor, X: torch.Tensor, Y: torch.Tensor
-             ) -> np.ndarray:
+def _rel_mse(Wx: np.ndarray, Wh: np.ndarray, Wy: np.ndarray, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
     r"""F7: relative MSE :math:`\sum_p\lVert\hat y_p-y_p\rVert^2/\sum_p\lVert y_p\rVert^2` of each run (nan if
-    diverged), with :math:`\hat y=\sum_tM_tx_t`, :math:`M_t=W_yW_h^{T-t}W_x` (§2; one einsum over long
-    test sequences instead of T batched steps). Returns NumPy."""
+    diverged), with :math:`\hat y=\sum_tM_tx_t`, :math:`M_t=W_yW_h^{T-t}W_x` (§2; one product over long
+    test sequences instead of T steps)."""
+    P, T, N_x = X.shape
     G = [Wy]
-    for _ in range(X.shape[1] - 1):
+    for _ in range(T - 1):
         G.append(G[-1] @ Wh)  # W_y W_h^k, k = 0..T-1
-    M = torch.stack(G[::-1], 1) @ Wx[:, None]  # (C, T, N_y, N_x), t = 1..T
-    yhat = torch.einsum("ctmn,ptn->cpm", M, X)
-    return (((yhat - Y) ** 2).sum((1, 2)) / (Y ** 2).sum((1, 2))).cpu().numpy()
+    M = np.stack(G[::-1], 1) @ Wx[:, None]  # (C, T, N_y, N_x), t = 1..T
+    yhat = X.reshape(P, T * N_x) @ M.swapaxes(2, 3).reshape(len(M), T * N_x, -1)
+    return ((yhat - Y) ** 2).sum((1, 2)) / (Y ** 2).sum((1, 2))
 
 
 def sharpness(sens: dict, iters: int = 100, eps: float = 1e-5) -> np.ndarray:
@@ -469,15 +506,13 @@ def sharpness(sens: dict, iters: int = 100, eps: float = 1e-5) -> np.ndarray:
     return lam.numpy()
 
 
-def _svals(M: torch.Tensor) -> np.ndarray:
-    """F7, F8: singular values of each matrix of a batch, as NumPy; nan for a matrix with non-finite
-    entries."""
-    M = M.cpu()
-    out = torch.full(M.shape[:-1], math.nan, dtype=M.dtype)
-    ok = torch.isfinite(M).all(-1).all(-1)
+def _svals(M: np.ndarray) -> np.ndarray:
+    """F7, F8: singular values of each matrix of a batch; nan for a matrix with non-finite entries."""
+    out = np.full(M.shape[:-1], math.nan)
+    ok = np.isfinite(M).all((-2, -1))
     if ok.any():
-        out[ok] = torch.linalg.svdvals(M[ok])
-    return out.numpy()
+        out[ok] = np.linalg.svd(M[ok], compute_uv=False)
+    return out
 
 
 def sensory_check(sens: dict, mean_2T: float = 0.5) -> dict:

@@ -84,7 +84,7 @@ def f7_sensory(run: Run, S: experiments.Settings) -> dict[str, dict]:
     mean's rate T times the sum's), trained at Fig. 6's T = 4 on each input variant of
     :attr:`~rnnbook.learning_dynamics.experiments.Settings.f7_variants` (NeuroGym's uncentred inputs, as
     the paper, and our centred ones), with the loss over training at T = 4, 50, 75, 100 and the final
-    relative MSE at T_test = 1..3T, on the run's device, through the results cache (``F7-<variant>``),
+    relative MSE at T_test = 1..3T, on the CPU, through the results cache (``F7-<variant>``),
     one figure each. Returns :func:`sensory_check` per variant."""
     T = S.f7_T
     T_test = list(range(1, 3 * T + 1))
@@ -96,8 +96,7 @@ def f7_sensory(run: Run, S: experiments.Settings) -> dict[str, dict]:
                                                "lr": lr, "baseline": baseline},
                                 lambda: train_sensory(["sum", "mean"], T, seeds, N_h=N_h, init_scale=S.init_scale,
                                                       steps=steps, T_test=T_test, T_track=S.f7_track,
-                                                      lr={"sum": lr, "mean": lr * T}, baseline=baseline,
-                                                      device=run.device))
+                                                      lr={"sum": lr, "mean": lr * T}, baseline=baseline))
         inputs = "NeuroGym's inputs, baseline 0.5 (the paper's)" if baseline else "centred inputs (our variant)"
         run.save_figure(plots.plot_f7(sens), "F7" if name == "neurogym" else f"F7-{name}",
                         f"Sensory task ({inputs}), trained at T = {T} (Fig. 6's), $N_h$ = {N_h}, GD rate {lr:.3g} "
@@ -113,7 +112,7 @@ def f7_sensory(run: Run, S: experiments.Settings) -> dict[str, dict]:
 
 def f8_stability(run: Run, S: experiments.Settings) -> dict[str, tuple[dict, dict]]:
     """F8 / C9 (App. L, Fig. A8): late against early importance on the sensory inputs
-    (:func:`train_sensory`, on the run's device) of each variant of
+    (:func:`train_sensory`, on the CPU) of each variant of
     :attr:`~rnnbook.learning_dynamics.experiments.Settings.f8_variants` (NeuroGym's, as the paper, and
     our centred ones), at every rate of its sweep, one batch each, through the results cache
     (``F8-<variant>``), one figure each. Returns per variant :func:`stability_check` at our rate (the
@@ -125,7 +124,7 @@ def f8_stability(run: Run, S: experiments.Settings) -> dict[str, tuple[dict, dic
                                                "rates": list(rates), "baseline": baseline},
                                 lambda: train_sensory(["late", "early"], S.T, seeds, init_scale=S.init_scale,
                                                       lr={"late": rates, "early": rates}, steps=steps,
-                                                      baseline=baseline, device=run.device))
+                                                      baseline=baseline))
         sweep = rate_sweep_check(stab)
         at = np.isclose(stab["lr"], max(rates))
         inputs = "NeuroGym's inputs, baseline 0.5 (the paper's)" if baseline else "centred inputs (our variant)"
