@@ -192,11 +192,11 @@ def _survey_run(run, chapter: str, parameters: dict[str, Any], root: Path, quiet
 
 # Quick-profile seconds of each chapter on 2 CPU cores, two chapters side by side as `make test`
 # runs them (3 December 2026; extrapolation's 6 December, after issue 43's new claims; learning
-# dynamics' 6 December, 91 and 95 s beside a full run, after issue 45's); they only
+# dynamics' 7 December, 69 and 71 s beside two full runs, after issue 45's); they only
 # decide which chapter starts first where no execution on this machine says better
 # (:func:`expected_seconds`, which reads the same kind of duration).
 QUICK_SECONDS = {"stable_models": 670, "curse_of_memory": 224, "extrapolation": 140,
-                 "learning_dynamics": 93, "synthesis": 56}
+                 "learning_dynamics": 70, "synthesis": 56}
 
 Execution = tuple[str, dict[str, Any], Path, Path | None]  # chapter, parameters, results dir, output
 
