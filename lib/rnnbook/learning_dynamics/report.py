@@ -94,7 +94,7 @@ SUMMARY = Summary(
          "stall at naive rates, NeuroGym's uncentred inputs need a 20 to 31 times smaller rate and five to ten times "
          "the steps, App. L's instability shows only in a window of GD rates (judged on the minima's "
          "sharpness), and the rebuttal's multi-output claim has no task, so we built one.",
-    full_cost="measured 6 December 2026: 27 min (1,610 s) on 2 CPU cores (x86_64, 23.5 GiB; the "
-              "chapter on one thread, other runs on the other core) with Fig. A5 at N_h = 64; at "
+    full_cost="measured 7 December 2026: 37 min (2,228 s) on 2 CPU cores (x86_64, 23.5 GiB; the "
+              "chapter on one thread beside two or three other runs; 27 min on 6 December with one) with Fig. A5 at N_h = 64; at "
               "the paper's N_h = 300 it is a GPU job, not measured.",
 )

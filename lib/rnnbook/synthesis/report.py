@@ -41,6 +41,6 @@ SUMMARY = Summary(
     hard="Tolerances for claims no paper states: each section justifies its own, and checks "
          "that a wrong derivation (a missing factor 2, the wrong moment) fails them.",
     full_cost="measured 7 December 2026 on 2 CPU cores (x86_64): 398 s from scratch on one "
-              "thread beside another run (1,115 s on 6 December beside three; 17 min on "
+              "thread beside another run, 621 s beside two (1,115 s on 6 December beside three; 17 min on "
               "3 December at low priority, most of it S2's training; resumed from its cache, 159 s).",
 )
