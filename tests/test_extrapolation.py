@@ -61,6 +61,35 @@ def test_batched_runs_equal_single_runs():
         assert np.allclose(alone["A"], r["A"], rtol=1e-9, atol=1e-15)
 
 
+def test_a_run_that_drops_A_keeps_what_the_chapter_reads():
+    """A piece without A (``keep_A=False``: the full profile's larger sizes) has the same loss, B, C
+    and h as one with it, and the end asymmetry and conserved Q that C2's table reads from A."""
+    keep = cfg(k=5, variant="nonsym", seed=2)
+    drop = train.RunConfig(**{**keep.__dict__, "keep_A": False})
+    a, b = train.train_students([keep, drop])
+    assert "A" in a and "A" not in b
+    for key in ("loss", "eps", "B", "C", "h", "asymmetry", "Q_norm"):
+        assert np.array_equal(a[key], b[key])
+    A = a["A"]
+    assert a["asymmetry"] == pytest.approx(np.linalg.norm(A - A.T) / np.linalg.norm(A), rel=1e-12)
+    assert a["Q_norm"] == pytest.approx(np.linalg.norm(theory.conserved(A, a["B"], a["C"])), rel=1e-12)
+
+
+def test_sweeps_keep_A_at_the_first_size_only():
+    S = resolve(profile="full", d_sizes=[8, 20, 50])
+    runs = experiments.build_sweep(S.teachers, S.ds, 1, 0, S.init_scale, S.lr, lambda *_: 10, 20,
+                                   "quick", S.scales) + experiments.later_sweep(S, 0, "quick")
+    assert {c.keep_A for c in runs if c.d == S.ds[0]} == {True}
+    assert {c.keep_A for c in runs if c.d != S.ds[0]} == {False}
+
+
+def test_moment_check_covers_every_default_teacher():
+    """C7 checks the full profile's d_hat = 4 teacher too (it once skipped every default teacher
+    beyond d_hat = 3)."""
+    c = experiments.moment_check({dh: t for dh, t in experiments.TEACHERS.items()})
+    assert "default d_hat=4" in c["table"].columns and c["passed"]
+
+
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
     not torch.cuda.is_available(), reason="no CUDA device here"))])
 def test_trainer_runs_on_the_given_device(device):

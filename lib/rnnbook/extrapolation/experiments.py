@@ -46,8 +46,10 @@ def moment_check(teachers: dict[int, tuple[Sequence[float], Sequence[float]]]) -
     and every given teacher; <= 1e-6 is required for k >= 2 d_hat + 1 and >= 0.1 for k <= 2 d_hat.
     The table has one row per k and one column per teacher (narrow enough for a page)."""
     todo = {f"default d_hat={dh}": TEACHERS[dh] for dh in (1, 2, 3)}
-    todo.update({f"d_hat={dh}: lam={tuple(lam)}": (lam, w) for dh, (lam, w) in teachers.items()
-                 if (tuple(lam), tuple(w)) not in TEACHERS.values()})
+    for dh, (lam, w) in teachers.items():  # the full profile's default d_hat = 4 too
+        if (tuple(lam), tuple(w)) not in todo.values():
+            todo[f"default d_hat={dh}" if TEACHERS.get(dh) == (tuple(lam), tuple(w))
+                 else f"d_hat={dh}: lam={tuple(lam)}"] = (tuple(lam), tuple(w))
     cols, worst = {}, {"above": 0.0, "below": math.inf}
     for name, (lam, w) in todo.items():
         dh = len(lam)
@@ -204,10 +206,12 @@ def build_sweep(teachers: dict[int, tuple[tuple[float, ...], tuple[float, ...], 
     unbalanced), F5 (symmetric A, independent B, C, several init scales; reference d_hat,
     k = 2 d_hat + 1, + 2) and E3 (the signed teacher). ``teachers`` maps d_hat to (lam, w, k values);
     ``steps(d_hat, variant)`` gives the step budget; ``step_scale`` scales the full profile's
-    checkpoint spacing (SMOKE). The runs added later (C10, C11) are :func:`later_sweep`'s."""
+    checkpoint spacing (SMOKE). The runs added later (C10, C11) are :func:`later_sweep`'s. Only the
+    runs at the first size ``ds[0]`` keep their final A (E1's spectra read it there)."""
     out = []
-    runs = lambda *a: out.extend(_runs(*a, n_seeds=n_seeds, seed=seed, lr=lr, horizon_q=horizon_q,
-                                       profile=profile, step_scale=step_scale))
+    runs = lambda e, d, *a: out.extend(_runs(e, d, *a, n_seeds=n_seeds, seed=seed, lr=lr,
+                                             horizon_q=horizon_q, profile=profile,
+                                             step_scale=step_scale, keep_A=d == ds[0]))
     for d in ds:
         for dh, (lam, w, ks) in teachers.items():
             runs("F1", d, lam, w, ks, "sym_bal", [init_scale], steps(dh, "sym_bal"))
@@ -227,10 +231,11 @@ def later_sweep(S: "Settings", seed: int, profile: str) -> list[RunConfig]:
     at ``S.far_ks``; and C12's runs at :func:`memory_ks`: F1's and F2's students of the d_hat = 2
     teacher where the chapter does not run them ("F1-mem", "F2-mem", :func:`memory_reuses`) and
     its control, the same students of the teacher with its eigenvalues halved (:func:`short_teacher`;
-    "F1-short", "F2-short")."""
+    "F1-short", "F2-short"). As in :func:`build_sweep`, only the runs at ``S.ds[0]`` keep their final A."""
     out = []
-    runs = lambda *a: out.extend(_runs(*a, n_seeds=S.n_seeds, seed=seed, lr=S.lr, horizon_q=S.horizon_q,
-                                       profile=profile, step_scale=S.step_scale))
+    runs = lambda e, d, *a: out.extend(_runs(e, d, *a, n_seeds=S.n_seeds, seed=seed, lr=S.lr,
+                                             horizon_q=S.horizon_q, profile=profile,
+                                             step_scale=S.step_scale, keep_A=d == S.ds[0]))
     lam, w = TEACHERS[2]
     for d in S.sizes:
         runs("F7", d, lam, w, S.size_ks, "sym_bal", [S.init_scale], S.steps or S.size_steps)
@@ -256,11 +261,11 @@ def memory_reuses(S: "Settings") -> bool:
 
 def _runs(experiment: str, d: int, lam, w, ks: Sequence[int], variant: str, scales: Sequence[float],
           n_steps: int, *, n_seeds: int, seed: int, lr: float, horizon_q: int, profile: str,
-          step_scale: float) -> list[RunConfig]:
+          step_scale: float, keep_A: bool) -> list[RunConfig]:
     """The runs of one (experiment, d, teacher, variant): every k, init scale and seed."""
     return [RunConfig(experiment, d, tuple(lam), tuple(w), k, variant, s, lr, n_steps,
                       run_seed(seed, experiment, d, lam, w, k, s, i), horizon_q,
-                      checkpoint_steps(n_steps, profile, step_scale))
+                      checkpoint_steps(n_steps, profile, step_scale), keep_A)
             for k in ks for s in scales for i in range(n_seeds)]
 
 
@@ -444,9 +449,9 @@ def balance_table(rows: Sequence[dict], experiments: Sequence[str]):
         out.append({
             "students": f"{e} ({VARIANTS[sel[0]['variant']]})",
             "imbalance (end)": float(np.median([np.linalg.norm(r["B"] - r["C"]) / np.linalg.norm(r["B"]) for r in sel])),
-            "asymmetry (end)": float(np.median([np.linalg.norm(r["A"] - r["A"].T) / np.linalg.norm(r["A"]) for r in sel])),
+            "asymmetry (end)": float(np.median([r["asymmetry"] for r in sel])),
             "‖Q‖ (start)": float(np.median([np.linalg.norm(conserved(*(x.numpy() for x in a))) for a in start])),
-            "‖Q‖ (end)": float(np.median([np.linalg.norm(conserved(r["A"], r["B"], r["C"])) for r in sel]))})
+            "‖Q‖ (end)": float(np.median([r["Q_norm"] for r in sel]))})
     return table(out)
 
 

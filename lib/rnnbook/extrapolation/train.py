@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from rnnbook.extrapolation.theory import (DTYPE, _powers, descend, diagonal_loss_and_grads, eps_q,
-                                          impulse_response, krylov, residuals, teacher_impulse)
+from rnnbook.extrapolation.theory import (DTYPE, _powers, conserved, descend, diagonal_loss_and_grads,
+                                          eps_q, impulse_response, krylov, residuals, teacher_impulse)
 from rnnbook.stable_models.constraints import project_spectral_feasible
 
 
@@ -36,7 +36,8 @@ class RunConfig:
     """One student run of experiment ``experiment`` (a figure id of the spec). ``variant``:
     "sym_bal" (symmetric A, B = C^T at init), "sym_ind" (symmetric A, independent B, C),
     "nonsym" (full A, independent B, C; §5.2) or "nonsym_far" (as "nonsym", but B of norm about 1:
-    far from balance, C2's variant)."""
+    far from balance, C2's variant). ``keep_A``: whether the run's record keeps its final A (d x d:
+    most of a stored piece at large d); every record keeps B, C and A's asymmetry and conserved Q."""
 
     experiment: str
     d: int
@@ -50,6 +51,7 @@ class RunConfig:
     seed: int
     horizon_q: int
     checkpoints: tuple[int, ...]
+    keep_A: bool = True
 
     @property
     def d_hat(self) -> int:
@@ -120,7 +122,9 @@ def train_students(configs: Sequence[RunConfig],
     less than :data:`STALL_DROP` over the last :data:`STALL_WINDOW` steps: ``stalled``), or when its
     loss rises above 10x its initial value or turns non-finite (``diverged``: a step-size failure,
     not an extrapolation failure); frozen runs leave the batch. Records L and eps_q at each checkpoint and the largest
-    imbalance :math:`\\|B-C^\\top\\|/\\|B\\|` seen during training (C4).
+    imbalance :math:`\\|B-C^\\top\\|/\\|B\\|` seen during training (C4); at the end, the final B, C,
+    the asymmetry :math:`\\|A-A^\\top\\|/\\|A\\|` and the norm of the conserved Q (C2, C11), and the
+    final A of the runs that keep it (``keep_A``).
 
     ``max_norm`` (one bound λ or None per run; None: no run is constrained, today's program
     unchanged): projected GD, :func:`project_students` after every step (synthesis chapter, S2).
@@ -210,7 +214,10 @@ def train_students(configs: Sequence[RunConfig],
             "steps_run": int(steps_run[pos]), "imbalance_max": float(imbalance[pos]),
             "ck_steps": np.array([checkpoints[i] for i in keep]),
             "ck_loss": ck_L[pos, keep], "ck_eps": ck_eps[pos, keep],
-            "h": h[pos, :c.horizon_q], "A": A[pos], "B": B[pos], "C": C[pos],
+            "h": h[pos, :c.horizon_q], "B": B[pos], "C": C[pos],
+            "asymmetry": float(np.linalg.norm(A[pos] - A[pos].T) / np.linalg.norm(A[pos])),
+            "Q_norm": float(np.linalg.norm(conserved(A[pos], B[pos], C[pos]))),
+            **({"A": A[pos]} if c.keep_A else {}),
         }
     return [out[r] for r in range(len(runs))]
 
