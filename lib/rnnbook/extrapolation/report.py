@@ -95,9 +95,10 @@ SUMMARY = Summary(
          "prose. Symmetric, balanced students converge slowly (a loss of 1e-10 needs 2e5 to 4e5 "
          "steps), so judging needs a loss gate; GRU students scatter so widely that a stable median "
          "needs 16 of them per k; which assumptions §5.2 dropped is unknown.",
-    full_cost="Not measured: no full run has finished. Its finished pieces are committed (on "
-              "7 December 2026: 1,151 of them, the sweeps at d = 20 and 50 done, the d = 100 one at "
-              "256 of 350, one CPU thread for about 3.5 hours in all; paper_scale.md). On one H200 "
+    full_cost="Not measured: no full run has finished. Its finished pieces are committed as they "
+              "end (paper_scale.md); the first 1,151 (the sweeps at d = 20 and 50 and 256 of 350 "
+              "at d = 100, one CPU thread for about 3.5 hours) were recomputed from 7 December 2026, "
+              "when a change of what each piece stores changed the results version. On one H200 "
               "(4 December 2026) its first 64-run chunk at d = 20 reached step 181,389 of 200,001 "
               "in 223 s (about 1.1 ms a step, launch-bound); from that speed the 17 chunks of the "
               "sweep before issue 43 would take at most about 12 hours on one GPU, and on one CPU "
