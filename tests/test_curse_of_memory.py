@@ -759,6 +759,19 @@ def test_survey_ranges_quote_the_seed_runs_only():
     assert out["c4_g"] == "1.20, 1.00" and out["c5_single"] == "9 to 20"
 
 
+def test_survey_counts_quote_the_seed_runs_only():
+    """The C6 and C11 counts the text glues from the committed survey: over the `seed N` runs only."""
+    from rnnbook.curse_of_memory import report
+    run = lambda gaps, iprs, l16: {  # noqa: E731
+        "C6": {"eig9/eig10 per teacher": gaps, "IPR ratio per teacher": iprs},
+        "C11": {"heads": [1, 4, 16, 32], "median losses": [1.0, 0.1, l16, 1e-4]}}
+    out = report.survey_counts({"seed 0": run([1e7, 2.0], [1.5, 0.9], 4.2e-4),
+                                "seed 1": run([5e3, 1e8], [2.0, 3.0], 1.04e-4),
+                                "rho 0.3": run([1.0, 1.0], [0.1, 0.1], 1.0)})
+    assert out == {"c6_total": "4", "c6_short": "2", "c6_near1": "1", "c6_below1": "1",
+                   "c11_16_32": "1.04 to 4.2"}
+
+
 def test_evidence_reason_only_where_not_reproduced():
     """Issue 42: an evidence claim's coded reason is given exactly where its verdict (None: from
     `passed`) is not "reproduced", and must be one of the schema's reasons."""

@@ -782,11 +782,12 @@ def test_survey_margins_of_the_committed_survey():
 
 
 def test_survey_ranges_quote_the_extremes_over_runs():
-    """The C8/C9 ranges the text glues from the committed survey: min to max over its runs."""
+    """The C6, C8 and C9 ranges the text glues from the committed survey: min to max over its runs."""
     run = lambda w2, w32, drops, a2, a32, r: {  # noqa: E731
         "C9": {"‖W‖₂ k=2": w2, "‖W‖₂ k=32": w32, "‖W‖₂ drop per seed": drops,
                "NLL(stable) − NLL(unstable), k=2": a2, "NLL(stable) − NLL(unstable), k=32": a32},
-        "C8": {"r*": r}, "C6": {"char RNN gap (bpc)": 0.2},
+        "C8": {"r*": r}, "C6": {"char RNN gap (bpc)": 0.2, "ptb_char LSTM relative cost": 0.17,
+                                "ptb_char RNN relative cost": 0.1},
         "C5": {"jsb/rnn cost (nats)": -0.1, "jsb/lstm cost (nats)": 0.05, "jsb memory effect (nats)": 0.1}}
     out = experiments.survey_ranges({"seed 0": run(3.4, 2.9, [0.3, 0.7], -0.04, -0.2, 16),
                                      "seed 1": run(3.3, 2.8, [0.5], 0.02, 0.1, 8) | {"C13": {"r*": 64}}})
@@ -796,6 +797,7 @@ def test_survey_ranges_quote_the_extremes_over_runs():
     assert (out["c8_r"], out["c8_factor"]) == ("8 to 16", "5 to 10")
     assert out["c13_r"] == "64 to 64"  # runs made before C13 are left out
     assert (out["c5_jsb_rnn"], out["c5_jsb_lstm"]) == ("-0.10 to -0.10", "0.50 to 0.50")
+    assert out["c6_lstm_over_rnn"] == "1.7 to 1.7"
 
 
 # ---------------------------------------------------------------------------- the claims' records (issue 42)

@@ -753,7 +753,8 @@ def survey_ranges(survey: dict[str, dict]) -> dict[str, str]:
     """The ranges over the runs of a committed seed survey (:func:`rnnbook.claims.survey_values`)
     that the C8, C9 and C13 text quotes, formatted: C9's three-seed mean drop and its single seeds'
     drops, the mean ‖W‖₂ at k = 2 and 32, the NLL half at both k and the runs in which the stable
-    RNN is better at k = 32, C8's r* and its factor, the char RNN's gap (C6), C5's JSB costs (the
+    RNN is better at k = 32, C8's r* and its factor, the char RNN's gap and the char LSTM's relative
+    cost over the char RNN's (C6), C5's JSB costs (the
     RNN's in nats, the LSTM's as a fraction of the memory effect), C13's r* (runs that lack it, made before C13
     existed, are left out; "—" if none has it)."""
     def span(xs, fmt: str) -> str:
@@ -771,6 +772,8 @@ def survey_ranges(survey: dict[str, dict]) -> dict[str, str]:
             "c9_adv32_won": f"{sum(a < 0 for a in adv32)} of {len(adv32)}",
             "c8_r": span(r, "d"), "c8_factor": span([PAPER_R["c8"] / x for x in r], ".0f"),
             "char_rnn_gap": span([v["C6"]["char RNN gap (bpc)"] for v in survey.values()], ".3f"),
+            "c6_lstm_over_rnn": span([v["C6"]["ptb_char LSTM relative cost"]
+                                      / v["C6"]["ptb_char RNN relative cost"] for v in survey.values()], ".2g"),
             "c5_jsb_rnn": span([v["C5"]["jsb/rnn cost (nats)"] for v in survey.values()
                                 if "jsb/rnn cost (nats)" in v["C5"]], "+.2f"),
             "c5_jsb_lstm": span([v["C5"]["jsb/lstm cost (nats)"] / v["C5"]["jsb memory effect (nats)"]
