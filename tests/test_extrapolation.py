@@ -39,6 +39,30 @@ def test_sym_grad_is_the_upper_triangle_update():
     assert torch.allclose(S[:, 0, 1], G[:, 0, 1] + G[:, 1, 0])
 
 
+def test_descend_is_the_step_with_G_formed():
+    """descend updates A without forming G: the same step as A - eta sym_grad(U^T W) (symmetric
+    runs) and A - eta U^T W (the others), to round-off, whatever the blocks."""
+    g = torch.Generator().manual_seed(5)
+    R, d, K, n_sym = 6, 9, 4, 3
+    A = torch.randn(R, d, d, generator=g, dtype=torch.float64) * 0.2
+    A[:n_sym] = (A[:n_sym] + A[:n_sym].mT) / 2
+    B, C, h_hat = (torch.randn(R, n, generator=g, dtype=torch.float64) for n in (d, d, K))
+    k, lr = [4, 3, 2, 4, 3, 1], torch.full((R,), 0.05, dtype=torch.float64)
+    mask = torch.arange(K) < torch.tensor(k)[:, None]
+    P = theory.krylov(A, B, C, k, n_sym)
+    r2 = theory.residuals(P, C, h_hat, mask)[1]
+    U, W = theory.grad_factors(P, r2)[:2]
+    G = U.mT @ W
+    want = A - 0.05 * torch.cat([theory.sym_grad(G[:n_sym]), G[n_sym:]])
+    for block in (1, 2 ** 30):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(theory, "BLOCK_BYTES", block)
+            got = A.clone()
+            theory.descend(got, B.clone(), C.clone(), P, r2, lr, k, n_sym)
+        assert torch.allclose(got, want, rtol=0, atol=1e-15)
+        assert torch.allclose(got[:n_sym], got[:n_sym].mT, rtol=0, atol=1e-15)  # symmetric to round-off
+
+
 @pytest.mark.parametrize("variant", ["sym_bal", "sym_ind", "nonsym"])
 def test_trainer_matches_a_reference_gd_loop(variant):
     """The batched, blocked torch trainer (here with blocks of one run) against plain autograd GD

@@ -195,7 +195,7 @@ def _survey_run(run, chapter: str, parameters: dict[str, Any], root: Path, quiet
 # dynamics' 7 December, 69 and 71 s beside two full runs, after issue 45's); they only
 # decide which chapter starts first where no execution on this machine says better
 # (:func:`expected_seconds`, which reads the same kind of duration).
-QUICK_SECONDS = {"stable_models": 670, "curse_of_memory": 224, "extrapolation": 140,
+QUICK_SECONDS = {"stable_models": 670, "curse_of_memory": 224, "extrapolation": 100,
                  "learning_dynamics": 70, "synthesis": 56}
 
 Execution = tuple[str, dict[str, Any], Path, Path | None]  # chapter, parameters, results dir, output

@@ -130,11 +130,20 @@ def descend(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, P: torch.Tensor, 
             lr: torch.Tensor, k: Sequence[int], n_sym: int) -> None:
     """One GD step in place, from :func:`krylov`'s P and :func:`residuals`' 2r: per block of runs
     (:func:`run_blocks`) :math:`A \\leftarrow A - \\eta\\,G` with :math:`G = U^\\top W`, or
-    :func:`sym_grad` of it for a symmetric A (the update of its upper triangle); B, C likewise."""
+    :func:`sym_grad` of it for a symmetric A (the update of its upper triangle); B, C likewise.
+    G is never formed: A is updated by one product accumulated into it, the symmetric update as
+    :math:`G + G^\\top = [U; W]^\\top [W; U]` and a diagonal, so that a large A is read and written
+    once per step (the same step as :func:`sym_grad`'s to round-off, ``tests/``)."""
     U, W, G_B, G_C = grad_factors(P, r2)
     for r, sym, Kr in run_blocks(A, k, n_sym):
-        G = torch.bmm(U[r, :Kr].mT, W[r, :Kr])  # the rows m >= k of U and W are zero
-        A[r] -= lr[r, None, None] * (sym_grad(G) if sym else G)
+        U_r, W_r = U[r, :Kr], W[r, :Kr]  # the rows m >= k of U and W are zero
+        eta_U = lr[r, None, None] * U_r
+        if sym:  # A -= eta (G + G^T - diag G)
+            A[r].baddbmm_(torch.cat([eta_U, lr[r, None, None] * W_r], 1).mT, torch.cat([W_r, U_r], 1),
+                          alpha=-1)
+            A[r].diagonal(dim1=-2, dim2=-1).add_((eta_U * W_r).sum(1))
+        else:
+            A[r].baddbmm_(eta_U.mT, W_r, alpha=-1)
     B -= lr[:, None] * G_B
     C -= lr[:, None] * G_C
 
