@@ -768,8 +768,8 @@ def test_survey_counts_quote_the_seed_runs_only():
     out = report.survey_counts({"seed 0": run([1e7, 2.0], [1.5, 0.9], 4.2e-4),
                                 "seed 1": run([5e3, 1e8], [2.0, 3.0], 1.04e-4),
                                 "rho 0.3": run([1.0, 1.0], [0.1, 0.1], 1.0)})
-    assert out == {"c6_total": "4", "c6_short": "2", "c6_near1": "1", "c6_below1": "1",
-                   "c11_16_32": "1.04 to 4.2"}
+    assert out == {"c6_total": "4", "c6_short": "2", "c6_below10": "1", "c6_below1": "1",
+                   "c11_16_32": "1.04 to 4.20"}
 
 
 def test_evidence_reason_only_where_not_reproduced():

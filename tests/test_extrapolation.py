@@ -100,6 +100,7 @@ def test_a_run_that_drops_A_keeps_what_the_chapter_reads():
 
 
 def test_sweeps_keep_A_at_the_first_size_only():
+    """Pieces keep A only at the chapter's first size ds[0], where E1's spectra read it."""
     S = resolve(profile="full", d_sizes=[8, 20, 50])
     runs = experiments.build_sweep(S.teachers, S.ds, 1, 0, S.init_scale, S.lr, lambda *_: 10, 20,
                                    "quick", S.scales) + experiments.later_sweep(S, 0, "quick")

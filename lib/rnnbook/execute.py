@@ -191,8 +191,9 @@ def _survey_run(run, chapter: str, parameters: dict[str, Any], root: Path, quiet
 
 
 # Quick-profile seconds of each chapter on 2 CPU cores, two chapters side by side as `make test`
-# runs them (3 December 2026; extrapolation's 6 December, after issue 43's new claims; learning
-# dynamics' 7 December, 69 and 71 s beside two full runs, after issue 45's); they only
+# runs them (3 December 2026; extrapolation's 7 December, 96 s beside one full run, after issue 43's
+# new claims and a cheaper GD step; learning dynamics' 7 December, 69 and 71 s beside two full
+# runs, after issue 45's); they only
 # decide which chapter starts first where no execution on this machine says better
 # (:func:`expected_seconds`, which reads the same kind of duration).
 QUICK_SECONDS = {"stable_models": 670, "curse_of_memory": 224, "extrapolation": 100,

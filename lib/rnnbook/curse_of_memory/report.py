@@ -162,13 +162,15 @@ def survey_counts(survey: dict[str, dict]) -> dict[str, str]:
     """The C6 and C11 counts of the committed survey's seed runs (``seed N``, values as
     :func:`rnnbook.claims.survey_values` gives them) that the chapter's text quotes: of all batch
     Hessians, those whose gap :math:`|e_9|/|e_{10}|` is under C6's median line 1e4 (``c6_short``;
-    ``c6_near1``: under 10) and those whose IPR ratio is under 1 (``c6_below1``); C11's median loss
+    ``c6_below10``: under 10) and those whose IPR ratio is under 1 (``c6_below1``); C11's median loss
     with 16 heads over that with 32, its range over the runs (``c11_16_32``)."""
     runs = [v for k, v in survey.items() if k.startswith("seed")]
     gaps = [g for v in runs for g in v["C6"]["eig9/eig10 per teacher"]]
     iprs = [r for v in runs for r in v["C6"]["IPR ratio per teacher"]]
-    ratio = lambda c: c["median losses"][c["heads"].index(16)] / c["median losses"][c["heads"].index(32)]
+    def ratio(c11: dict) -> float:
+        losses, heads = c11["median losses"], c11["heads"]
+        return losses[heads.index(16)] / losses[heads.index(32)]
     r16 = [ratio(v["C11"]) for v in runs]
     return {"c6_total": str(len(gaps)), "c6_short": str(sum(g < 1e4 for g in gaps)),
-            "c6_near1": str(sum(g < 10 for g in gaps)), "c6_below1": str(sum(r < 1 for r in iprs)),
-            "c11_16_32": f"{min(r16):.3g} to {max(r16):.2g}"}
+            "c6_below10": str(sum(g < 10 for g in gaps)), "c6_below1": str(sum(r < 1 for r in iprs)),
+            "c11_16_32": f"{min(r16):.2f} to {max(r16):.2f}"}

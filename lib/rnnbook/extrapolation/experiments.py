@@ -163,7 +163,7 @@ def resolve(profile: str, d, d_hat, k_values, teacher_eigs, teacher_weights, ini
         gru_ks=size("gru_ks", [2, 6, 10], list(range(1, 13))),
         gru_seeds=toy.get("gru_seeds", 16),  # C8: 16 students per k
         chunk_size=pick(None, 64), sizes=sizes, size_ks=size_ks,
-        size_steps=max(1, round(pick(20_000, 400_000) * toy.get("step_scale", 1.0))),
+        size_steps=max(1, round(pick(25_000, 400_000) * toy.get("step_scale", 1.0))),
         far_ks=pick((2, 3, 4, 5), (1, 2, 3, 4, 5, 6, 7)), gru_long=full, step_scale=toy.get("step_scale", 1.0))
 
 

@@ -133,7 +133,8 @@ def descend(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, P: torch.Tensor, 
     :func:`sym_grad` of it for a symmetric A (the update of its upper triangle); B, C likewise.
     G is never formed: A is updated by one product accumulated into it, the symmetric update as
     :math:`G + G^\\top = [U; W]^\\top [W; U]` and a diagonal, so that a large A is read and written
-    once per step (the same step as :func:`sym_grad`'s to round-off, ``tests/``)."""
+    once per step (the same step as :func:`sym_grad`'s to round-off, ``tests/``; a symmetric A stays
+    symmetric to round-off, about 1e-16 relative, no longer bit for bit)."""
     U, W, G_B, G_C = grad_factors(P, r2)
     for r, sym, Kr in run_blocks(A, k, n_sym):
         U_r, W_r = U[r, :Kr], W[r, :Kr]  # the rows m >= k of U and W are zero

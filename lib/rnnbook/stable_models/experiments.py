@@ -773,7 +773,8 @@ def survey_ranges(survey: dict[str, dict]) -> dict[str, str]:
             "c8_r": span(r, "d"), "c8_factor": span([PAPER_R["c8"] / x for x in r], ".0f"),
             "char_rnn_gap": span([v["C6"]["char RNN gap (bpc)"] for v in survey.values()], ".3f"),
             "c6_lstm_over_rnn": span([v["C6"]["ptb_char LSTM relative cost"]
-                                      / v["C6"]["ptb_char RNN relative cost"] for v in survey.values()], ".2g"),
+                                      / v["C6"]["ptb_char RNN relative cost"]
+                                      for v in survey.values()], ".2g"),
             "c5_jsb_rnn": span([v["C5"]["jsb/rnn cost (nats)"] for v in survey.values()
                                 if "jsb/rnn cost (nats)" in v["C5"]], "+.2f"),
             "c5_jsb_lstm": span([v["C5"]["jsb/lstm cost (nats)"] / v["C5"]["jsb memory effect (nats)"]
