@@ -150,9 +150,10 @@ SUMMARY = Summary(
          "probe's ratio (12 to 46; 209 in a 10,000-step pilot) stays far below its 1.4e4: fewer of "
          "our A's entries point against the probe and none of our λ's reach Adam's ceiling. The BERT inputs of Figs. 5 and 12 to 15 could not be had, and "
          "two notebooks had to be run both ways (Fig. 8's S, Fig. 7's optimiser).",
-    full_cost="not finished: 8 of the teacher-student sweep's 10 seed pieces are committed "
-              "(6 and 7 December 2026, 11 to 26 min each on one CPU thread, most of them shared); the ladder, probe and E1 "
-              "programs have not run (paper_scale.md). Its smoke test at toy sizes took 59 s on one "
+    full_cost="not finished: the teacher-student sweep's 10 seed pieces and the ladder's 10 (with "
+              "the probe) are committed, with C6's Hessians and F8's runs (6 and 7 December 2026, 11 "
+              "to 26 and 4 to 10 min a seed on one CPU thread, most of them shared); F6, F12 and E1's "
+              "sweep are left (paper_scale.md). Its smoke test at toy sizes took 59 s on one "
               "NVIDIA H200 (4 December 2026). Our specification estimates 20 to 60 GPU-minutes for its about "
               "2,100 runs of 10,000 steps (an estimate, never checked).",
 )
