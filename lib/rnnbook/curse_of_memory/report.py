@@ -151,7 +151,7 @@ SUMMARY = Summary(
          "our A's entries point against the probe and none of our λ's reach Adam's ceiling. The BERT inputs of Figs. 5 and 12 to 15 could not be had, and "
          "two notebooks had to be run both ways (Fig. 8's S, Fig. 7's optimiser).",
     full_cost="not finished: the teacher-student sweep's 10 seed pieces and the ladder's 10 (with "
-              "the probe) are committed, with C6's Hessians and F8's runs (6 and 7 December 2026, 11 "
+              "the probe) are committed, with C6's Hessians (6 and 7 December 2026, 11 "
               "to 26 and 4 to 10 min a seed on one CPU thread, most of them shared); F6, F12 and E1's "
               "sweep are left (paper_scale.md). Its smoke test at toy sizes took 59 s on one "
               "NVIDIA H200 (4 December 2026). Our specification estimates 20 to 60 GPU-minutes for its about "
