@@ -30,7 +30,8 @@
 #    failed / timeout / skipped, wall seconds, peak GPU memory in MiB from nvidia-smi polled every
 #    200 ms), env.txt (nvidia-smi, torch.cuda, the install's output), tails.txt (the last lines of
 #    each run's log), logs.tar.gz (the whole logs) and pieces-<chapter>.tar.gz per full run (the
-#    pieces it added, and claims.json, run.json and figures/ when it finished); env.txt ends with
+#    pieces it added, and claims.json, figures/ and run.json, a partial one if it stopped at its
+#    share, `python -m rnnbook partial`); env.txt ends with
 #    each chapter's `python -m rnnbook status`.
 # The device time of a session is 15 minutes, a machine's start included: one such call, with no
 # time to repeat it. A missing wheel or a broken install shows within the first minute (env.txt's
@@ -180,8 +181,8 @@ run bench_stable_models "$limit" "$PY" bench/stable_models.py --device "$DEVICE"
 # The full profiles' next unfinished pieces: each chapter of FULL_CHAPTERS in turn, with an equal
 # share of the time left, resuming from the pieces committed in data/results/full/<chapter>/cache/
 # (they travel with the working tree). What comes back per chapter, in pieces-<chapter>.tar.gz:
-# the pieces this call added (and plans), and the results (claims.json, run.json, figures/) if the
-# run finished; `tar -C data/results/full -xzf pieces-<chapter>.tar.gz` here puts them in place.
+# the pieces this call added (and plans), and the results (claims.json, run.json, figures/), a
+# partial run record if the run did not finish; `tar -C data/results/full -xzf pieces-<chapter>.tar.gz` here puts them in place.
 read -ra FULL <<<"${FULL_CHAPTERS-extrapolation curse_of_memory stable_models}"
 # Each chapter's device and executor (FULL_FLAGS_<chapter> overrides; default --device $DEVICE).
 # Extrapolation's linear students are faster on one CPU thread than on the GPU (paper_scale.md), so
@@ -200,6 +201,9 @@ for i in "${!FULL[@]}"; do
   run "full_$chapter" "$share" "$PY" -m rnnbook run "$chapter" --profile full "${flags[@]}" \
     --results-dir "$SCRATCH/full"
   "$PY" -m rnnbook status "$chapter" --results-dir "$SCRATCH/full" 2>&1 | tee -a "$OUT/env.txt"
+  # a run stopped at its share: the record of its claims so far (partial results, issue 47)
+  [ -f "$dir/run.json" ] || "$PY" -m rnnbook partial "$chapter" --results-dir "$SCRATCH/full" 2>&1 \
+    | tee -a "$OUT/env.txt"
   (cd "$SCRATCH/full" && find "$chapter" -type f ! -path "*/cache/jobs/*" ! -name "*.ipynb" | sort \
     | comm -13 "$LOGS/$chapter.before" - >"$LOGS/$chapter.new")
   if [ -s "$LOGS/$chapter.new" ]; then

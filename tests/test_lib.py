@@ -1399,6 +1399,47 @@ def test_run_record(tmp_path):
         assert execute.run_record(chapter, auto, started, 1.0, found, device=used)["device"] == used
 
 
+def _stopped_run(folder: Path, chapter: str, profile: str = "full", code: str | None = None) -> None:
+    """A full run of ``chapter`` stopped in its second code cell: notebook, claims, one piece."""
+    nb = nbformat.v4.new_notebook(metadata={
+        "rnnbook": {"parameters": {"profile": profile, "device": "cpu"}, "source_sha256": "s", "code_version": "c"},
+        "papermill": {"start_time": "2026-12-07T05:00:00.5+00:00"}})
+    nb.cells = [nbformat.v4.new_markdown_cell("text"),
+                nbformat.v4.new_code_cell("x = 1", metadata={"papermill": {
+                    "status": "completed", "end_time": "2026-12-07T05:10:00+00:00"}}),
+                nbformat.v4.new_code_cell("f6 = slow()\nmore", metadata={"papermill": {"status": "running"}}),
+                nbformat.v4.new_code_cell("y = 2", metadata={"papermill": {"status": "pending"}})]
+    folder.mkdir(parents=True)
+    nbformat.write(nb, folder / f"{chapter}.ipynb")
+    _claims(folder / "claims.json", claims_mod.Claim("C1", "s", "src", 1, "t", "reproduced", True))
+    (folder / "cache").mkdir()
+    (folder / "cache" / "f3-0.json").write_text(json.dumps(
+        {"code_version": code or paths.results_version(chapter), "made": "2026-12-06T00:00:00+00:00"}))
+
+
+def test_partial_record_of_a_stopped_full_run(tmp_path):
+    """Issue 47: the claims of a full run that has not finished get a run record that says so, and
+    the page labels them partial; a quick, finished or foreign run is refused, naming the file."""
+    chapter = paths.chapters()[0]
+    _stopped_run(tmp_path / "full" / chapter, chapter)
+    r = execute.partial_record(chapter, tmp_path / "full" / chapter)
+    assert r["partial"]["cells_completed"] == 1 and r["partial"]["cells"] == 3
+    assert r["partial"]["stopped_in"] == "f6 = slow()" and r["partial"]["run_source_sha256"] == "s"
+    assert r["finished"] == "2026-12-07T05:10:00Z" and r["wall_seconds"] == 599.5
+    assert r["cached_at_start"] == 1 and r["claims"] == {"total": 1, "passed": 1} and r["device"] == "cpu"
+    (tmp_path / "full" / chapter / "run.json").write_text(json.dumps(r))
+    html = rnnbook.display.full_results_html(chapter, [], tmp_path / "full")
+    assert "Partial full-profile results" in html and "code cell 2 of 3 (f6 = slow())" in html
+    with pytest.raises(execute.PartialRunError, match="run.json: the run finished"):
+        execute.partial_record(chapter, tmp_path / "full" / chapter)
+    _stopped_run(tmp_path / "quick" / chapter, chapter, profile="quick")
+    with pytest.raises(execute.PartialRunError, match="not a full-profile run"):
+        execute.partial_record(chapter, tmp_path / "quick" / chapter)
+    _stopped_run(tmp_path / "old" / chapter, chapter, code="0" * 16)
+    with pytest.raises(execute.PartialRunError, match="another results version.*f3-0.json"):
+        execute.partial_record(chapter, tmp_path / "old" / chapter)
+
+
 def test_setup_leaves_the_device_it_resolved_for_the_run_record(tmp_path):
     run = rnnbook.setup("demo", device="cpu", results_dir=tmp_path)
     assert (tmp_path / "demo" / paths.DEVICE_FILE).read_text() == "cpu" == run.device.type

@@ -3,6 +3,7 @@
 ``python -m rnnbook book [--offline] [--if-stale]``,
 ``python -m rnnbook survey <chapter> --seeds 0-4 [-p name value ...]``,
 ``python -m rnnbook status [chapter ...] [--results-dir DIR]``,
+``python -m rnnbook partial <chapter> --results-dir DIR``,
 ``python -m rnnbook figures``, ``python -m rnnbook bench`` and ``python -m rnnbook seed-book-cache``."""
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ import yaml
 from rnnbook import engine
 from rnnbook.claims import format_value
 from rnnbook.params import ParameterError
-from rnnbook.execute import (EXECUTED_DIR, FIGURES_EXPORT, build_book, execute_chapter, execute_many,
-                             export_figures, seed_book_cache, survey_chapter)
+from rnnbook.execute import (EXECUTED_DIR, FIGURES_EXPORT, RUN_RECORD, PartialRunError, build_book,
+                             execute_chapter, execute_many, export_figures, partial_record,
+                             seed_book_cache, survey_chapter)
 from rnnbook.paths import FULL_RESULTS_DIR, chapters, default_results_dir, results_version
 
 
@@ -192,6 +194,10 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"any of {', '.join(chapters())} (default: all)")
     st.add_argument("--results-dir", default=str(FULL_RESULTS_DIR),
                     help="the runs' results folder (default data/results/full)")
+    pa = sub.add_parser("partial", help="write the run record (run.json) of a full run that has not "
+                        "finished, so that its claims so far can be committed and shown as partial")
+    pa.add_argument("chapter", choices=chapters())
+    pa.add_argument("--results-dir", required=True, help="the run's results folder (its DIR/<chapter>/)")
     sub.add_parser("figures", help="export the book's figures to _build/figures/<chapter>/")
     sub.add_parser("bench", help="run every bench/*.py and print their speed-up ratios")
     args = ap.parse_args(argv)
@@ -213,6 +219,19 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"unknown chapters {unknown}; chapters: {', '.join(chapters())}")
         for chapter in args.chapters or chapters():
             print_status(chapter, Path(args.results_dir))
+        return 0
+    if args.command == "partial":
+        import json
+        from rnnbook.claims import atomic_write
+        folder = Path(args.results_dir) / args.chapter
+        try:
+            record = partial_record(args.chapter, folder)
+        except PartialRunError as e:
+            ap.error(str(e))
+        atomic_write(folder / RUN_RECORD, json.dumps(record, indent=2).encode())
+        part = record["partial"]
+        print(f"{folder / RUN_RECORD}: {record['claims']['total']} claims, {part['cells_completed']} of "
+              f"{part['cells']} code cells completed; stopped in: {part['stopped_in']}")
         return 0
     if args.command == "seed-book-cache":
         seeded = seed_book_cache()

@@ -129,7 +129,7 @@ def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULT
     if record.get("cached_at_start"):  # resumed: the time is the last process's only
         minutes = (f"{minutes} (the wall time of its last session, which resumed from "
                    f"{record['cached_at_start']} results cached by earlier ones)")
-    label = ("Full-profile results"
+    label = ((_partial(record) or "Full-profile results")
              + (" with " + ", ".join(f"{k} = {v}" for k, v in given.items()) if given else "")
              + f", made {record.get('finished', '?')[:10]} on {where or '?'} in {minutes}, "
              f"commit {record.get('commit', '?')}" + _stale(chapter, record))
@@ -146,6 +146,18 @@ def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULT
     return (f'<div class="claims-table rnnbook-full-results"><p><strong>{html.escape(label)}'
             f'</strong></p><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}'
             "</tbody></table></div>")
+
+
+def _partial(record: dict) -> str:
+    """The head of a run record of a full run that had not finished
+    (:func:`rnnbook.execute.partial_record`), else ''."""
+    part = record.get("partial")
+    if not part:
+        return ""
+    where = (f", in code cell {part['cells_completed'] + 1} of {part['cells']} "
+             f"({part['stopped_in']})" if part.get("stopped_in") else "")
+    return (f"Partial full-profile results: the claims of a full run that had not finished{where}; "
+            "claims with no full value are not yet judged at this scale")
 
 
 def _stale(chapter: str, record: dict) -> str:
@@ -220,7 +232,8 @@ def full_figures_myst(chapter: str, root: Path = FULL_RESULTS_DIR, quick: Path |
         key = store(paths, {"chapter": chapter, "name": f"{name}-full", "caption": entry["caption"],
                             **made})
         out.append(figure_myst(paths["png"], label(chapter, f"{name}-full"),
-                               f"**{name}, full profile.** {entry['caption']}", key))
+                               f"**{name}, full profile{' (a run not finished)' if record.get('partial') else ''}.** "
+                               f"{entry['caption']}", key))
     if same:
         verb = "is" if len(same) == 1 else "are"
         out.append(f"The full run's {', '.join(same)} {verb} the same as this page's, pixel for "

@@ -146,6 +146,54 @@ def execute_chapter(chapter: str, parameters: dict[str, Any] | None = None,
 RUN_RECORD = "run.json"
 
 
+class PartialRunError(ValueError):
+    """A results folder that :func:`partial_record` cannot describe as a stopped full run."""
+
+
+def partial_record(chapter: str, folder: Path) -> dict[str, Any]:
+    """The run record (``run.json``) of a full run of ``chapter`` in ``folder``
+    (``<results_dir>/<chapter>/``) that stopped before its end, or is still running (issue 47: its
+    claims so far are paper-scale verdicts, shown before the whole run has finished): as
+    :func:`run_record`, from the executed notebook's papermill times and the claims recorded so far,
+    with ``partial``: how many code cells completed, the first line of the cell it stopped in, and
+    the chapter source and code version the run started from. Refused unless the notebook is a full,
+    non-smoke run of ``chapter`` without a run record, and every piece in its cache was made by this
+    checkout's results version (:func:`~rnnbook.paths.results_version`)."""
+    notebook = folder / f"{chapter}.ipynb"
+    if not notebook.is_file() or not (folder / "claims.json").is_file():
+        raise PartialRunError(f"{folder}: no executed notebook {notebook.name} and claims.json of a run")
+    if (folder / RUN_RECORD).exists():
+        raise PartialRunError(f"{folder / RUN_RECORD}: the run finished; its record is already there")
+    nb = nbformat.read(notebook, as_version=4)
+    stamp = nb.metadata.get("rnnbook", {})
+    parameters = stamp.get("parameters", {})
+    if parameters.get("profile") != "full" or parameters.get("smoke"):
+        raise PartialRunError(f"{notebook}: not a full-profile run (parameters {parameters})")
+    now = results_version(chapter)
+    pieces = {p.name: json.loads(p.read_text()) for p in (folder / "cache").glob("*.json")}
+    foreign = sorted(n for n, p in pieces.items() if p.get("code_version", now) != now)
+    if foreign:
+        raise PartialRunError(f"{folder / 'cache'}: {len(foreign)} pieces of another results version "
+                              f"than this checkout's {now} (e.g. {foreign[0]}): made by other code")
+    cells = [c for c in nb.cells if c.cell_type == "code"]
+    meta = [c.metadata.get("papermill", {}) for c in cells]
+    done = next((i for i, m in enumerate(meta) if m.get("status") != "completed"), len(cells))
+    started = datetime.datetime.fromisoformat(nb.metadata["papermill"]["start_time"])
+    ended = max((datetime.datetime.fromisoformat(m["end_time"]) for m in meta[:done] if m.get("end_time")),
+                default=started)
+    used = folder / DEVICE_FILE
+    found = claims.load(folder / "claims.json")
+    earlier = sum(datetime.datetime.fromisoformat(p["made"]) < started for p in pieces.values() if "made" in p)
+    record = run_record(chapter, parameters, started, (ended - started).total_seconds(), found,
+                        earlier, device=used.read_text() if used.exists() else None)
+    record["finished"] = ended.strftime("%Y-%m-%dT%H:%M:%SZ")
+    record["partial"] = {"cells_completed": done, "cells": len(cells),
+                         "stopped_in": cells[done].source.strip().splitlines()[0] if done < len(cells) else None,
+                         "run_source_sha256": stamp.get("source_sha256"),
+                         "run_code_version": stamp.get("code_version")}
+    return record
+
+
 def survey_chapter(chapter: str, seeds: list[int], parameters: dict[str, Any] | None = None,
                    results_dir: str | os.PathLike | None = None, quiet: bool = True,
                    run: Any = None, executor: engine.Executor | None = None) -> dict[str, Any]:
