@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from rnnbook.extrapolation import experiments, plots, theory, train
+from rnnbook.extrapolation import experiments, plots, report, theory, train
 from rnnbook import ParameterError
 from rnnbook.claims import Claim, validate
 
@@ -509,3 +509,17 @@ def test_ratio_along_runs_stays_put_only_where_eps_goes_with_sqrt_l():
     assert experiments.ratio_along_runs([with_l])["largest move"] == pytest.approx(1.0)
     res = experiments.ratio_along_runs([without])
     assert res["largest move"] == pytest.approx(10.0) and res["median decades of L"] == pytest.approx(2.0)
+
+
+def test_survey_text_quotes_the_survey():
+    """The survey numbers the chapter's text quotes (C1 at k = 2d̂, C4, C10 per size), from a toy
+    survey of two seed runs and one setting."""
+    def run(eps8: float, eps20: float, c4: float) -> dict:
+        return {"C10": {"d=8": {"median_eps": {"3": 9.0, "5": eps8}}, "d=20": {"median_eps": {"3": 5.0, "5": eps20}}},
+                "C4": c4, "C1": {"d_hat=1, d=20": {"median_eps": {"1": 1.0, "2": eps8}}, "(a)": "x"}}
+    text = report.survey_text({"seed 0": run(0.011, 0.01, 0.0), "seed 1": run(0.013, 0.01, 8e-17),
+                               "d_hat 1": run(0.5, 0.5, 0.0)})  # a setting: not in C10's seeds
+    assert text["c10_survey_by_d"] == "0.011 to 0.013 at $d = 8$, 0.01 at $d = 20$"
+    assert (text["c4_survey_max"], text["c4_survey_zeros"]) == ("8.0e-17", "2")
+    assert text["c1_at_survey"] == "0.011 to 0.5 at $\\hat d$ = 1"
+
