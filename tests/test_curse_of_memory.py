@@ -11,7 +11,8 @@ import pytest
 import torch
 
 import rnnbook
-from rnnbook.curse_of_memory import curvature, experiments, models, propagation, theory
+from rnnbook.claims import Claim
+from rnnbook.curse_of_memory import curvature, experiments, models, propagation, report, theory
 
 RHOS = (0.0, 0.5, 0.9, 1.0)
 
@@ -805,3 +806,25 @@ def test_group_shares_ceiling_and_negative():
     top = models.adam_effective_lr(torch.zeros(()), torch.zeros(()), 3000, 1e-3).item()
     k = 3001  # the probe's ceiling: 0.1 / (1 - 0.9^k) over sqrt(0.001 / (1 - 0.999^k)), about 3.1 eta
     assert top == pytest.approx(1e-3 * 0.1 / (1 - 0.9 ** k) / math.sqrt(1e-3 / (1 - 0.999 ** k)), rel=1e-6)
+
+
+def test_full_text_quotes_the_full_run_or_says_it_has_not_reached_a_claim():
+    """The sentences that quote the committed full run in the text (C3, C4, C5, C10), from toy
+    claims; without them each says the full run has not reached its claim."""
+    assert set(report.full_text({}).values()) == {"The full profile's run has not reached this claim yet."}
+    def claim(cid: str, value: dict) -> Claim:
+        return Claim(cid, "s", "src", value, "t", "reproduced", True)
+    full = {"C3": claim("C3", {"LRU at max nu0": 1e-5, "RNN/LRU at max nu0": 1e4, "RNN(max)/RNN(min)": 1e6,
+                               "nu0": [0.36, 0.99]}),
+            "C4": claim("C4", {"g (median)": 1.25, "median losses": {"RNN": 0.05, "a": 1e-6, "b": 3e-5}}),
+            "C5": claim("C5", {"median ratio": 400.0, "ratios per seed": [100.0, 400.0, 900.0],
+                               "RNN": {"A": 10 ** -7.27 * 40}, "complex diag": {"lambda": 10 ** -3.12 * 2}}),
+            "C10": claim("C10", {"L(pi)/L(pi/100), LRU": 60.0, "L(pi)/L(pi/100), complex diag": 0.5,
+                                 "losses": {"LRU": {"1π": 1.2e-5, "0.01π": 2e-7},
+                                            "complex diag": {"1π": 3e-5, "0.01π": 6e-5}}})}
+    text = report.full_text(full)
+    assert "RNN ends at 1e-07 at ν₀ = 0.36 and 0.1 at 0.99, the LRU at 1e-05" in text["full_c3"]
+    assert "$g$ = 1.25" in text["full_c4"] and "a factor of 30, from 1e-06 (a) to 3e-05 (b)" in text["full_c4"]
+    assert "median ratio is 400 (per seed 100 to 900)" in text["full_c5"] and "40 times" in text["full_c5"]
+    assert "a factor of 60" in text["full_c10"] and "(ratio 0.50" in text["full_c10"] and "*reproduced*" in text["full_c10"]
+

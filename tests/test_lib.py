@@ -1427,7 +1427,9 @@ def test_partial_record_of_a_stopped_full_run(tmp_path):
     assert r["partial"]["stopped_in"] == "f6 = slow()" and r["partial"]["run_source_sha256"] == "s"
     assert r["finished"] == "2026-12-07T05:10:00Z" and r["wall_seconds"] == 599.5
     assert r["cached_at_start"] == 1 and r["claims"] == {"total": 1, "passed": 1} and r["device"] == "cpu"
+    assert rnnbook.display.full_claims(chapter, tmp_path / "full") == {}  # no record: not shown
     (tmp_path / "full" / chapter / "run.json").write_text(json.dumps(r))
+    assert list(rnnbook.display.full_claims(chapter, tmp_path / "full")) == ["C1"]
     html = rnnbook.display.full_results_html(chapter, [], tmp_path / "full")
     assert "Partial full-profile results" in html and "code cell 2 of 3 (f6 = slow())" in html
     with pytest.raises(execute.PartialRunError, match="run.json: the run finished"):

@@ -148,6 +148,19 @@ def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULT
             "</tbody></table></div>")
 
 
+def full_claims(chapter: str, root: Path = FULL_RESULTS_DIR) -> dict[str, Claim]:
+    """The committed full-profile claims of ``chapter`` by id (of a finished or a partial run, as
+    :func:`full_results_html` shows them), for the page's text to quote; empty if none are
+    committed."""
+    from rnnbook.claims import load
+
+    folder = root / chapter
+    if not (folder / "claims.json").exists() or not (folder / "run.json").exists():
+        return {}
+    full_record(folder)  # refuses a smoke run's
+    return {c.id: c for c in load(folder / "claims.json")}
+
+
 def _partial(record: dict) -> str:
     """The head of a run record of a full run that had not finished
     (:func:`rnnbook.execute.partial_record`), else ''."""
