@@ -186,48 +186,50 @@ def survey_counts(survey: dict[str, dict]) -> dict[str, str]:
             "c11_16_32": f"{min(r16):.2f} to {max(r16):.2f}"}
 
 
+FULL_TEXT = {  # report.full_text's sentences, filled from the committed full claims
+    "C3": "In the full profile's run (10,000 steps, the paper's ten seeds; the closing table) the RNN "
+          "ends at {rnn_lo:.2g} at ν₀ = {nu_lo} and {rnn_hi:.2g} at {nu_hi}, the LRU at {lru:.2g} there: "
+          "the paper's panel (RNN about 1e-8 to 0.4, LRU up to 2.5e-5) to within its orders of magnitude.",
+    "C4": "In the full profile's run (10,000 steps, ten seeds) $g$ = {g:.2f}, but the models after the "
+          "RNN ({rnn:.2g}) still span a factor of {spread:.0f}, from {lo:.2g} ({lo_name}) to {hi:.2g} "
+          "({hi_name}): at the paper's budget too they are not flat, so their spread is not the quick "
+          "budget's alone.",
+    "C5": "In the full profile's run (10,000 steps at the paper's batch; the closing table) the median "
+          "ratio is {ratio:.0f} (per seed {lo:.0f} to {hi:.0f}): A's aggregate is {A:.2g}, {A_gap:.0f} "
+          "times the paper's, and λ's {lam:.2g}, {lam_gap:.2g} times the paper's. At the paper's length "
+          "λ has reached the paper's rate; what is left of the gap is A's.",
+    "C10": "In the full profile's run (10,000 steps, ten seeds) the LRU falls from {lru_pi:.2g} to "
+           "{lru_small:.2g} from θ₀ = π to π/100, a factor of {lru_ratio:.0f}, and the complex diagonal "
+           "network ends at {cd_pi:.2g} and {cd_small:.2g} (ratio {cd_ratio:.2f}, against the line 1/3): "
+           "C10 is *{verdict}* there, judged on both diagonal models.",
+}
+
+
+def _full_numbers(cid: str, v: dict, verdict: str) -> dict:
+    """The numbers :data:`FULL_TEXT`'s sentence of claim ``cid`` quotes, from its value ``v``."""
+    if cid == "C3":
+        rnn_hi = v["RNN/LRU at max nu0"] * v["LRU at max nu0"]
+        return dict(rnn_lo=rnn_hi / v["RNN(max)/RNN(min)"], rnn_hi=rnn_hi, lru=v["LRU at max nu0"],
+                    nu_lo=min(v["nu0"]), nu_hi=max(v["nu0"]))
+    if cid == "C4":
+        later = {m: x for m, x in v["median losses"].items() if m != "RNN"}
+        lo, hi = min(later, key=later.get), max(later, key=later.get)
+        return dict(g=v["g (median)"], rnn=v["median losses"]["RNN"], spread=later[hi] / later[lo],
+                    lo=later[lo], lo_name=lo, hi=later[hi], hi_name=hi)
+    if cid == "C5":
+        A, lam = v["RNN"]["A"], v["complex diag"]["lambda"]
+        return dict(ratio=v["median ratio"], lo=min(v["ratios per seed"]), hi=max(v["ratios per seed"]),
+                    A=A, A_gap=A / 10 ** -7.27, lam=lam, lam_gap=lam / 10 ** -3.12)
+    lru, cd = v["losses"]["LRU"], v["losses"]["complex diag"]
+    return dict(lru_pi=lru["1π"], lru_small=lru["0.01π"], lru_ratio=v["L(pi)/L(pi/100), LRU"],
+                cd_pi=cd["1π"], cd_small=cd["0.01π"], cd_ratio=v["L(pi)/L(pi/100), complex diag"],
+                verdict=verdict)
+
+
 def full_text(full: dict) -> dict[str, str]:
     """Sentences, as Markdown, that quote the committed full-profile claims (``full``: id ->
     :class:`~rnnbook.claims.Claim`, :func:`rnnbook.display.full_claims`) where the chapter's text
-    discusses the quick profile's budget (C3, C4, C5, C10), each saying so where the full run has
-    not reached its claim."""
-    none = "The full profile's run has not reached this claim yet."
-    out = {k: none for k in ("full_c3", "full_c4", "full_c5", "full_c10")}
-    if "C3" in full:
-        v = full["C3"].value
-        lru = v["LRU at max nu0"]
-        rnn = v["RNN/LRU at max nu0"] * lru
-        out["full_c3"] = (f"In the full profile's run (10,000 steps, the paper's ten seeds; the "
-                          f"closing table) the RNN ends at {rnn / v['RNN(max)/RNN(min)']:.2g} at "
-                          f"ν₀ = {min(v['nu0'])} and {rnn:.2g} at {max(v['nu0'])}, the LRU at {lru:.2g} "
-                          "there: the paper's panel (RNN about 1e-8 to 0.4, LRU up to 2.5e-5) to within "
-                          "its orders of magnitude.")
-    if "C4" in full:
-        v = full["C4"].value
-        later = {m: x for m, x in v["median losses"].items() if m != "RNN"}
-        lo, hi = min(later, key=later.get), max(later, key=later.get)
-        out["full_c4"] = (f"In the full profile's run (10,000 steps, ten seeds) $g$ = {v['g (median)']:.2f}, "
-                          f"but the models after the RNN ({v['median losses']['RNN']:.2g}) still span a "
-                          f"factor of {later[hi] / later[lo]:.0f}, from {later[lo]:.2g} ({lo}) to "
-                          f"{later[hi]:.2g} ({hi}): at the paper's budget too they are not flat, so their "
-                          "spread is not the quick budget's alone.")
-    if "C5" in full:
-        v = full["C5"].value
-        A, lam = v["RNN"]["A"], v["complex diag"]["lambda"]
-        out["full_c5"] = (f"In the full profile's run (10,000 steps at the paper's batch; the closing "
-                          f"table) the median ratio is {v['median ratio']:.0f} (per seed "
-                          f"{min(v['ratios per seed']):.0f} to {max(v['ratios per seed']):.0f}): A's "
-                          f"aggregate is {A:.2g}, {A / 10 ** -7.27:.0f} times the paper's, and λ's "
-                          f"{lam:.2g}, {lam / 10 ** -3.12:.2g} times the paper's. At the paper's length "
-                          "λ has reached the paper's rate; what is left of the gap is A's.")
-    if "C10" in full:
-        v = full["C10"].value
-        lru, cd = v["losses"]["LRU"], v["losses"]["complex diag"]
-        out["full_c10"] = (f"In the full profile's run (10,000 steps, ten seeds) the LRU falls from "
-                           f"{lru['1π']:.2g} to {lru['0.01π']:.2g} from θ₀ = π to π/100, a factor of "
-                           f"{v['L(pi)/L(pi/100), LRU']:.0f}, and the complex diagonal network ends at "
-                           f"{cd['1π']:.2g} and {cd['0.01π']:.2g} (ratio "
-                           f"{v['L(pi)/L(pi/100), complex diag']:.2f}, against the line 1/3): C10 is "
-                           f"*{full['C10'].verdict}* there, judged on both diagonal models.")
-    return out
-
+    discusses the quick profile's budget (``full_c3``, ``full_c4``, ``full_c5``, ``full_c10``), each
+    saying so where the full run has not reached its claim."""
+    return {f"full_{cid.lower()}": FULL_TEXT[cid].format(**_full_numbers(cid, full[cid].value, full[cid].verdict))
+            if cid in full else "The full profile's run has not reached this claim yet." for cid in FULL_TEXT}
