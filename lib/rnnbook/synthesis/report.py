@@ -23,7 +23,7 @@ FINDINGS = [
     Finding("Proca et al. eq. 47", "the time at which one connectivity mode is learned", "S4a",
             "shape only", "holds on Cohen-Karlik et al.'s trainer within the drift of b that "
             "eq. 47 neglects, with b frozen at its initial value; frozen at λ̂ (the learning-dynamics "
-            "chapter's F1 reading) it misses by about 0.3"),
+            "chapter's F1 reading) it misses by 0.3 at best, several times at worst (the chapter's range)"),
     Finding("Proca et al. App. F", "a one-mode network stops at its energy's floor on a "
             "two-mode task", "S4b", "same", "the d = 1 students end at a minimum of the energy, "
             "never below the floor"),
@@ -40,7 +40,8 @@ SUMMARY = Summary(
          "algebra and check to float64 round-off (S5's exponents to their derived 1/M bias).",
     hard="Tolerances for claims no paper states: each section justifies its own, and checks "
          "that a wrong derivation (a missing factor 2, the wrong moment) fails them.",
-    full_cost="measured 7 December 2026 on 2 CPU cores (x86_64): 398 s from scratch on one "
-              "thread beside another run, 621 s beside two (1,115 s on 6 December beside three; 17 min on "
-              "3 December at low priority, most of it S2's training; resumed from its cache, 159 s).",
+    full_cost="measured 7 December 2026 on 2 CPU cores (x86_64): the committed run 874 s from "
+              "scratch on one thread beside three other runs (at 1658d11); 398 s beside one, 621 s "
+              "beside two (1,115 s on 6 December beside three; 17 min on 3 December at low priority, "
+              "most of it S2's training; resumed from its cache, 159 s).",
 )
