@@ -40,8 +40,9 @@ SUMMARY = Summary(
          "algebra and check to float64 round-off (S5's exponents to their derived 1/M bias).",
     hard="Tolerances for claims no paper states: each section justifies its own, and checks "
          "that a wrong derivation (a missing factor 2, the wrong moment) fails them.",
-    full_cost="measured 7 December 2026 on 2 CPU cores (x86_64): the committed run 874 s from "
-              "scratch on one thread beside three other runs (at 1658d11); 398 s beside one, 621 s "
+    full_cost="measured 7 December 2026 on 2 CPU cores (x86_64): 874 s from scratch on one "
+              "thread beside three other runs (at 1658d11; the committed run, at cdaef65, resumed "
+              "from its cache in 191 s); 398 s beside one, 621 s "
               "beside two (1,115 s on 6 December beside three; 17 min on 3 December at low priority, "
               "most of it S2's training; resumed from its cache, 159 s).",
 )
