@@ -237,6 +237,7 @@ def full_figures_myst(chapter: str, root: Path = FULL_RESULTS_DIR, quick: Path |
             "date": record.get("finished", ""), **({"seed": given["seed"]} if "seed" in given else {}),
             "parameters": given}
     out, same = [], []
+    unfinished = " (a run not finished)" if record.get("partial") else ""
     for name, entry in json.loads(manifest.read_text()).items():
         paths = figure_files(folder / "figures", name)
         if quick is not None and same_pixels(paths["png"], quick / f"{name}.png"):
@@ -245,8 +246,7 @@ def full_figures_myst(chapter: str, root: Path = FULL_RESULTS_DIR, quick: Path |
         key = store(paths, {"chapter": chapter, "name": f"{name}-full", "caption": entry["caption"],
                             **made})
         out.append(figure_myst(paths["png"], label(chapter, f"{name}-full"),
-                               f"**{name}, full profile{' (a run not finished)' if record.get('partial') else ''}.** "
-                               f"{entry['caption']}", key))
+                               f"**{name}, full profile{unfinished}.** {entry['caption']}", key))
     if same:
         verb = "is" if len(same) == 1 else "are"
         out.append(f"The full run's {', '.join(same)} {verb} the same as this page's, pixel for "

@@ -169,12 +169,7 @@ def partial_record(chapter: str, folder: Path) -> dict[str, Any]:
     parameters = stamp.get("parameters", {})
     if parameters.get("profile") != "full" or parameters.get("smoke"):
         raise PartialRunError(f"{notebook}: not a full-profile run (parameters {parameters})")
-    now = results_version(chapter)
-    pieces = {p.name: json.loads(p.read_text()) for p in (folder / "cache").glob("*.json")}
-    foreign = sorted(n for n, p in pieces.items() if p.get("code_version", now) != now)
-    if foreign:
-        raise PartialRunError(f"{folder / 'cache'}: {len(foreign)} pieces of another results version "
-                              f"than this checkout's {now} (e.g. {foreign[0]}): made by other code")
+    made = _pieces_made(folder / "cache", results_version(chapter))
     cells = [c for c in nb.cells if c.cell_type == "code"]
     meta = [c.metadata.get("papermill", {}) for c in cells]
     done = next((i for i, m in enumerate(meta) if m.get("status") != "completed"), len(cells))
@@ -182,16 +177,26 @@ def partial_record(chapter: str, folder: Path) -> dict[str, Any]:
     ended = max((datetime.datetime.fromisoformat(m["end_time"]) for m in meta[:done] if m.get("end_time")),
                 default=started)
     used = folder / DEVICE_FILE
-    found = claims.load(folder / "claims.json")
-    earlier = sum(datetime.datetime.fromisoformat(p["made"]) < started for p in pieces.values() if "made" in p)
-    record = run_record(chapter, parameters, started, (ended - started).total_seconds(), found,
-                        earlier, device=used.read_text() if used.exists() else None)
+    record = run_record(chapter, parameters, started, (ended - started).total_seconds(),
+                        claims.load(folder / "claims.json"), sum(t < started for t in made),
+                        device=used.read_text() if used.exists() else None)
     record["finished"] = ended.strftime("%Y-%m-%dT%H:%M:%SZ")
-    record["partial"] = {"cells_completed": done, "cells": len(cells),
-                         "stopped_in": cells[done].source.strip().splitlines()[0] if done < len(cells) else None,
+    stopped = cells[done].source.strip().splitlines() if done < len(cells) else [None]
+    record["partial"] = {"cells_completed": done, "cells": len(cells), "stopped_in": (stopped or [""])[0],
                          "run_source_sha256": stamp.get("source_sha256"),
                          "run_code_version": stamp.get("code_version")}
     return record
+
+
+def _pieces_made(cache: Path, version: str) -> list[datetime.datetime]:
+    """When each piece in ``cache`` was made (its sidecar's time); :class:`PartialRunError` if any
+    was made by code of another results version than ``version``."""
+    sidecars = {p.name: json.loads(p.read_text()) for p in cache.glob("*.json")}
+    foreign = sorted(n for n, p in sidecars.items() if p.get("code_version", version) != version)
+    if foreign:
+        raise PartialRunError(f"{cache}: {len(foreign)} pieces of another results version than this "
+                              f"checkout's {version} (e.g. {foreign[0]}): made by other code")
+    return [datetime.datetime.fromisoformat(p["made"]) for p in sidecars.values() if "made" in p]
 
 
 def survey_chapter(chapter: str, seeds: list[int], parameters: dict[str, Any] | None = None,

@@ -231,5 +231,6 @@ def full_text(full: dict) -> dict[str, str]:
     :class:`~rnnbook.claims.Claim`, :func:`rnnbook.display.full_claims`) where the chapter's text
     discusses the quick profile's budget (``full_c3``, ``full_c4``, ``full_c5``, ``full_c10``), each
     saying so where the full run has not reached its claim."""
-    return {f"full_{cid.lower()}": FULL_TEXT[cid].format(**_full_numbers(cid, full[cid].value, full[cid].verdict))
+    return {f"full_{cid.lower()}": FULL_TEXT[cid].format(**_full_numbers(cid, full[cid].value,
+                                                                           full[cid].verdict))
             if cid in full else "The full profile's run has not reached this claim yet." for cid in FULL_TEXT}

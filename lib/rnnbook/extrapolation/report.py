@@ -132,4 +132,5 @@ def survey_text(survey: dict[str, dict]) -> dict[str, str]:
     c4 = [v["C4"] for v in survey.values()]
     return {"c10_survey_by_d": ", ".join(f"{_span(m)} at ${g.replace('=', ' = ')}$" for g, m in by_d.items()),
             "c4_survey_max": f"{max(c4):.1e}", "c4_survey_zeros": str(sum(c == 0 for c in c4)),
-            "c1_at_survey": "; ".join(f"{_span(m)} at $\\hat d$ = {d_hat}" for d_hat, m in sorted(at_line.items()))}
+            "c1_at_survey": "; ".join(f"{_span(m)} at $\\hat d$ = {d_hat}"
+                                      for d_hat, m in sorted(at_line.items()))}
