@@ -1417,7 +1417,7 @@ def _stopped_run(folder: Path, chapter: str, profile: str = "full", code: str | 
         {"code_version": code or paths.results_version(chapter), "made": "2026-12-06T00:00:00+00:00"}))
 
 
-def test_partial_record_of_a_stopped_full_run(tmp_path):
+def test_partial_record_of_a_stopped_full_run(tmp_path, capsys):
     """Issue 47: the claims of a full run that has not finished get a run record that says so, and
     the page labels them partial; a quick, finished or foreign run is refused, naming the file."""
     chapter = paths.chapters()[0]
@@ -1432,6 +1432,8 @@ def test_partial_record_of_a_stopped_full_run(tmp_path):
     assert list(rnnbook.display.full_claims(chapter, tmp_path / "full")) == ["C1"]
     html = rnnbook.display.full_results_html(chapter, [], tmp_path / "full")
     assert "Partial full-profile results" in html and "code cell 2 of 3 (f6 = slow())" in html
+    cli.print_status(chapter, tmp_path / "full")
+    assert "results: 1 claims, partial (stopped in: f6 = slow())" in capsys.readouterr().out
     with pytest.raises(execute.PartialRunError, match="run.json: the run finished"):
         execute.partial_record(chapter, tmp_path / "full" / chapter)
     _stopped_run(tmp_path / "quick" / chapter, chapter, profile="quick")

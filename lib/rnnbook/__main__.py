@@ -132,6 +132,14 @@ def print_status(chapter: str, root: Path) -> None:
         print(f"  {p.name:<24} {p.done:>5}/{p.total:<5} done, {duration(p.per_piece)} per piece "
               f"(measured), {duration(p.left) if left else 'nothing'} left"
               f"{' (estimate)' if left and p.left is not None else ''}, {p.size / 1e6:.1f} MB")
+    record = root / chapter / RUN_RECORD
+    if record.is_file():
+        import json
+        r = json.loads(record.read_text())
+        part = r.get("partial")
+        print(f"  results: {r['claims']['total']} claims, "
+              + (f"partial (stopped in: {part['stopped_in']})" if part else "a finished run")
+              + f", {r.get('finished', '?')[:10]}, commit {r.get('commit', '?')}")
     stale = [p for p in sweeps if not p.current]
     if stale:
         print(f"  {len(stale)} plans of other code versions ({sum(p.done for p in stale)} pieces): "
