@@ -1,15 +1,16 @@
 """The built book as a reader meets it: every page of ``_build/html`` opened in headless Chromium.
 
-Asserted on every page, in the live page after MathJax has typeset it: math is typeset (every
-Sphinx math element holds MathJax output, no raw ``\\(``, ``\\[``, ``$$`` or ``$x_1$`` text left,
-no MathJax error), every image has loaded and decoded with a non-zero natural size (checked by the
-browser itself through the DevTools protocol, so data URIs, PNG and SVG files are all covered), no
-cell shows an error, traceback or stderr, no request leaves the machine, the page does not scroll
+Asserted on every page, in the live page after MathJax has typeset it: math is typeset (every Sphinx
+math element holds MathJax output, no raw ``\\(``, ``\\[``, ``$$``, ``$x_1$`` or ``$d$`` text left
+(a glued Markdown value pasted as CommonMark, ``{glue:md}`key``` without ``:myst``, leaves its math
+so), no MathJax error), every image has loaded and decoded with a non-zero natural size (checked by
+the browser itself through the DevTools protocol, so data URIs, PNG and SVG files are all covered),
+no cell shows an error, traceback or stderr, no request leaves the machine, the page does not scroll
 sideways, and every link into the book resolves (the file exists, and so does the ``#anchor`` in
 it). On chapter pages also: the claims table has rows, and every figure has a caption and links to
-its PNG and SVG files. A screenshot of every page's first screen goes to ``_build/screenshots/``
-for people to look at; ``RNNBOOK_SCREENSHOTS=whole`` takes chapter pages whole, as 1280 x 1600
-tiles ``<page>-NN.png`` (about 150 tiles: 36 s against 21 s for the whole test, 4 December 2026).
+its PNG and SVG files. A screenshot of every page's first screen goes to ``_build/screenshots/`` for
+people to look at; ``RNNBOOK_SCREENSHOTS=whole`` takes chapter pages whole, as 1280 x 1600 tiles
+``<page>-NN.png`` (about 150 tiles: 36 s against 21 s for the whole test, 4 December 2026).
 
 The book is built only if ``_build/html`` is not up to date with the sources
 (:func:`rnnbook.execute.build_book` reusing the executions of ``tests/test_chapters.py``, which
@@ -72,7 +73,7 @@ CHECK_JS = r"""
   for (let n = walker.nextNode(); n; n = walker.nextNode()) {
     if (n.parentElement.closest(skip)) continue;
     const t = n.textContent;
-    if (/\\\(|\\\[|\$\$|\\begin\{|\$[^$\s][^$\n]*[\\^_{][^$\n]*\$/.test(t)) raw.push(t.trim().slice(0, 120));
+    if (/\\\(|\\\[|\$\$|\\begin\{|\$[^$\s](?:[^$\n]*[^$\s])?\$/.test(t)) raw.push(t.trim().slice(0, 120));
   }
   const text = e => e.textContent.trim().replace(/\s+/g, ' ').slice(0, 200);
   return {
