@@ -97,15 +97,17 @@ SUMMARY = Summary(
          "steps), so judging needs a loss gate; GRU students scatter so widely that a stable median "
          "needs 16 of them per k; which assumptions §5.2 dropped is unknown.",
     full_cost="Not measured: no full run has finished. Its pieces are committed as they end "
-              "(paper_scale.md); 1,151 of them (the sweeps at d = 20 and 50 and 256 of 350 at "
-              "d = 100, one CPU thread for about 3.5 hours) no longer applied after 7 December 2026, "
-              "when what each piece stores and the GD step changed, and are being recomputed. On one H200 "
-              "(4 December 2026) its first 64-run chunk at d = 20 reached step 181,389 of 200,001 "
-              "in 223 s (about 1.1 ms a step, launch-bound); from that speed the 17 chunks of the "
-              "sweep before issue 43 would take at most about 12 hours on one GPU, and on one CPU "
-              "thread of a 2-core x86_64 machine its d = 100 runs alone at most about 7.5 hours "
-              "(estimates, 3 and 4 December 2026); C10's sizes up to 400 and C11-C12's runs come "
-              "on top.",
+              "(paper_scale.md): at the present results version 1,147 students (the sweeps at d = 20 "
+              "and 50 with C11's and C12's runs, 222 of 350 at d = 100, and C10's sizes 8 to 200), 4 "
+              "to 34 s a piece on one CPU thread. The 128 left at d = 100 include the non-symmetric "
+              "students of the d_hat = 4 teacher, which at d = 20 and 50 ran their whole "
+              "4,000,000-step budget: a 64-student chunk of them ran at 280 to 420 steps a second on "
+              "one thread (7 December 2026), so about 3 to 4 hours a chunk. On one H200 (4 December "
+              "2026) its first 64-run chunk at d = 20 reached step 181,389 of 200,001 in 223 s (about "
+              "1.1 ms a step, launch-bound); from that speed the 17 chunks of the sweep before issue "
+              "43 would take at most about 12 hours on one GPU (an estimate). Left besides: C10's d = "
+              "400, E2's diagonal students and the two GRU sweeps (full size: about 1.5 hours each on "
+              "one thread, from their first steps).",
 )
 
 
