@@ -200,10 +200,11 @@ for i in "${!FULL[@]}"; do
   read -ra flags <<<"${!flags_var:---device $DEVICE}"
   run "full_$chapter" "$share" "$PY" -m rnnbook run "$chapter" --profile full "${flags[@]}" \
     --results-dir "$SCRATCH/full"
-  "$PY" -m rnnbook status "$chapter" --results-dir "$SCRATCH/full" 2>&1 | tee -a "$OUT/env.txt"
-  # a run stopped at its share: the record of its claims so far (partial results, issue 47)
+  # a run stopped at its share: the record of its claims so far (partial results, issue 47; a run
+  # that failed is refused, with the reason in env.txt); then status, which names that record
   [ -f "$dir/run.json" ] || "$PY" -m rnnbook partial "$chapter" --results-dir "$SCRATCH/full" 2>&1 \
     | tee -a "$OUT/env.txt"
+  "$PY" -m rnnbook status "$chapter" --results-dir "$SCRATCH/full" 2>&1 | tee -a "$OUT/env.txt"
   (cd "$SCRATCH/full" && find "$chapter" -type f ! -path "*/cache/jobs/*" ! -name "*.ipynb" | sort \
     | comm -13 "$LOGS/$chapter.before" - >"$LOGS/$chapter.new")
   if [ -s "$LOGS/$chapter.new" ]; then

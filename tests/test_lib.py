@@ -1399,32 +1399,40 @@ def test_run_record(tmp_path):
         assert execute.run_record(chapter, auto, started, 1.0, found, device=used)["device"] == used
 
 
-def _stopped_run(folder: Path, chapter: str, profile: str = "full", code: str | None = None) -> None:
-    """A full run of ``chapter`` stopped in its second code cell: notebook, claims, one piece."""
+def _stopped_run(folder: Path, chapter: str, profile: str = "full", code: str | None = None,
+                 statuses: tuple[str, str] = ("running", "pending")) -> None:
+    """A full run of ``chapter`` (started at commit "abc" by results version ``code``) stopped in its
+    second code cell: notebook, claims, a piece made before it and one left half-written."""
+    version = code or paths.results_version(chapter)
     nb = nbformat.v4.new_notebook(metadata={
         "rnnbook": {"parameters": {"profile": profile, "device": "cpu"}, "source_sha256": "s", "code_version": "c"},
+        execute.ORIGIN: {"commit": "abc", "source_sha256": "s", "rnnbook_code": "c", "rnnbook_results": version},
         "papermill": {"start_time": "2026-12-07T05:00:00.5+00:00"}})
     nb.cells = [nbformat.v4.new_markdown_cell("text"),
                 nbformat.v4.new_code_cell("x = 1", metadata={"papermill": {
                     "status": "completed", "end_time": "2026-12-07T05:10:00+00:00"}}),
-                nbformat.v4.new_code_cell("f6 = slow()\nmore", metadata={"papermill": {"status": "running"}}),
-                nbformat.v4.new_code_cell("y = 2", metadata={"papermill": {"status": "pending"}})]
+                nbformat.v4.new_code_cell("f6 = slow()\nmore", metadata={"papermill": {"status": statuses[0]}}),
+                nbformat.v4.new_code_cell("y = 2", metadata={"papermill": {"status": statuses[1]}})]
     folder.mkdir(parents=True)
     nbformat.write(nb, folder / f"{chapter}.ipynb")
     _claims(folder / "claims.json", claims_mod.Claim("C1", "s", "src", 1, "t", "reproduced", True))
     (folder / "cache").mkdir()
-    (folder / "cache" / "f3-0.json").write_text(json.dumps(
-        {"code_version": code or paths.results_version(chapter), "made": "2026-12-06T00:00:00+00:00"}))
+    for name in ("f3-0", "f3-1"):  # f3-1: killed between its sidecar and its entry
+        (folder / "cache" / f"{name}.json").write_text(json.dumps(
+            {"code_version": version, "made": "2026-12-06T00:00:00+00:00"}))
+    (folder / "cache" / "f3-0.npz").write_bytes(b"")
 
 
 def test_partial_record_of_a_stopped_full_run(tmp_path, capsys):
     """Issue 47: the claims of a full run that has not finished get a run record that says so, and
-    the page labels them partial; a quick, finished or foreign run is refused, naming the file."""
+    the page labels them partial; a quick, finished, failed or foreign run is refused, naming the
+    file."""
     chapter = paths.chapters()[0]
     _stopped_run(tmp_path / "full" / chapter, chapter)
     r = execute.partial_record(chapter, tmp_path / "full" / chapter)
     assert r["partial"]["cells_completed"] == 1 and r["partial"]["cells"] == 3
-    assert r["partial"]["stopped_in"] == "f6 = slow()" and r["partial"]["run_source_sha256"] == "s"
+    assert r["partial"]["stopped_in"] == "f6 = slow()" and r["source_sha256"] == "s"
+    assert r["commit"] == "abc" and r["versions"]["rnnbook_code"] == "c"  # the run's, not this checkout's
     assert r["finished"] == "2026-12-07T05:10:00Z" and r["wall_seconds"] == 599.5
     assert r["cached_at_start"] == 1 and r["claims"] == {"total": 1, "passed": 1} and r["device"] == "cpu"
     assert rnnbook.display.full_claims(chapter, tmp_path / "full") == {}  # no record: not shown
@@ -1440,8 +1448,14 @@ def test_partial_record_of_a_stopped_full_run(tmp_path, capsys):
     with pytest.raises(execute.PartialRunError, match="not a full-profile run"):
         execute.partial_record(chapter, tmp_path / "quick" / chapter)
     _stopped_run(tmp_path / "old" / chapter, chapter, code="0" * 16)
-    with pytest.raises(execute.PartialRunError, match="another results version.*f3-0.json"):
+    with pytest.raises(execute.PartialRunError, match=f"{chapter}.ipynb: made by results version 0000"):
         execute.partial_record(chapter, tmp_path / "old" / chapter)
+    _stopped_run(tmp_path / "failed" / chapter, chapter, statuses=("failed", "pending"))
+    with pytest.raises(execute.PartialRunError, match="a cell failed"):
+        execute.partial_record(chapter, tmp_path / "failed" / chapter)
+    _stopped_run(tmp_path / "ended" / chapter, chapter, statuses=("completed", "completed"))
+    with pytest.raises(execute.PartialRunError, match="every code cell completed but no run.json"):
+        execute.partial_record(chapter, tmp_path / "ended" / chapter)
 
 
 def test_setup_leaves_the_device_it_resolved_for_the_run_record(tmp_path):

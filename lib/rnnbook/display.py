@@ -109,19 +109,18 @@ def full_record(folder: Path) -> dict:
 
 def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULTS_DIR) -> str:
     """The committed full-profile claims of ``chapter`` (``<root>/<chapter>/claims.json`` with the
-    run record ``run.json`` of a finished run) beside this run's ``quick`` ones, labelled with where
-    and when they were made; or a short note saying that none are committed and how to make them."""
-    from rnnbook.claims import load
-
+    run record ``run.json`` of a finished run, or of a partial one, labelled so) beside this run's
+    ``quick`` ones, labelled with where and when they were made; or a short note saying that none
+    are committed and how to make them."""
     folder = root / chapter
-    if not (folder / "claims.json").exists() or not (folder / "run.json").exists():
+    full = full_claims(chapter, root)
+    if not full:
         return ('<p class="rnnbook-full-results">No full-profile results of this chapter are '
                 f"committed yet: make them with <code>python -m rnnbook run {chapter} --profile "
                 "full --results-dir data/results/full</code> (on a GPU machine where the chapter's "
                 "text says its full profile uses one; <code>make full</code> runs every chapter, "
                 f"each on the device its <code>auto</code> picks) and commit <code>data/results/full/{chapter}/</code>.</p>")
     record = full_record(folder)
-    full = {c.id: c for c in load(folder / "claims.json")}
     where = ", ".join(str(x) for x in (record.get("hardware", {}).get("summary"),
                                        record.get("device")) if x)
     given = _given(record)

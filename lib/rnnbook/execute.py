@@ -77,6 +77,17 @@ def execution_stamp(chapter: str, parameters: dict[str, Any]) -> dict[str, Any]:
             "full_results": shown_results_hash(chapter), "parameters": parameters}
 
 
+ORIGIN = "rnnbook_run"  # the executed notebook's metadata key for :func:`run_origin`
+
+
+def run_origin(chapter: str) -> dict[str, str]:
+    """What a run of ``chapter`` starts from (its run record names these, not those of the checkout
+    that writes the record later, issue 47): the commit, the chapter source's hash, and the
+    library's code and results versions."""
+    return {"commit": git_commit(), "source_sha256": source_hash(chapter),
+            "rnnbook_code": code_version(chapter), "rnnbook_results": results_version(chapter)}
+
+
 @contextlib.contextmanager
 def _env(**values: str) -> Iterator[None]:
     old = {k: os.environ.get(k) for k in values}
@@ -123,6 +134,7 @@ def execute_chapter(chapter: str, parameters: dict[str, Any] | None = None,
     out.parent.mkdir(parents=True, exist_ok=True)
     nb = jupytext.read(chapter_source(chapter))
     nb.metadata["rnnbook"] = execution_stamp(chapter, parameters)
+    nb.metadata[ORIGIN] = origin = run_origin(chapter)
     (root / chapter).mkdir(parents=True, exist_ok=True)
     for stale in (RUN_RECORD, DEVICE_FILE):
         (root / chapter / stale).unlink(missing_ok=True)
@@ -138,7 +150,7 @@ def execute_chapter(chapter: str, parameters: dict[str, Any] | None = None,
     found = claims.load(root / chapter / "claims.json")
     used = root / chapter / DEVICE_FILE
     record = run_record(chapter, parameters, started, time.perf_counter() - t0, found, reused,
-                        executor, used.read_text() if used.exists() else None)
+                        executor, used.read_text() if used.exists() else None, origin)
     claims.atomic_write(root / chapter / RUN_RECORD, json.dumps(record, indent=2).encode())
     return found, out
 
@@ -154,49 +166,55 @@ def partial_record(chapter: str, folder: Path) -> dict[str, Any]:
     """The run record (``run.json``) of a full run of ``chapter`` in ``folder``
     (``<results_dir>/<chapter>/``) that stopped before its end, or is still running (issue 47: its
     claims so far are paper-scale verdicts, shown before the whole run has finished): as
-    :func:`run_record`, from the executed notebook's papermill times and the claims recorded so far,
-    with ``partial``: how many code cells completed, the first line of the cell it stopped in, and
-    the chapter source and code version the run started from. Refused unless the notebook is a full,
-    non-smoke run of ``chapter`` without a run record, and every piece in its cache was made by this
-    checkout's results version (:func:`~rnnbook.paths.results_version`)."""
+    :func:`run_record`, from the executed notebook's papermill times, the claims recorded so far and
+    the commit and versions the run started from (:func:`run_origin`), with ``partial``: how many
+    code cells completed and the first line of the cell it stopped in. Refused unless the notebook
+    is a full, non-smoke run of ``chapter`` without a run record, made by this checkout's results
+    version (:func:`~rnnbook.paths.results_version`), with no failed cell and a cell left to run."""
     notebook = folder / f"{chapter}.ipynb"
     if not notebook.is_file() or not (folder / "claims.json").is_file():
         raise PartialRunError(f"{folder}: no executed notebook {notebook.name} and claims.json of a run")
     if (folder / RUN_RECORD).exists():
         raise PartialRunError(f"{folder / RUN_RECORD}: the run finished; its record is already there")
     nb = nbformat.read(notebook, as_version=4)
-    stamp = nb.metadata.get("rnnbook", {})
-    parameters = stamp.get("parameters", {})
+    parameters = nb.metadata.get("rnnbook", {}).get("parameters", {})
     if parameters.get("profile") != "full" or parameters.get("smoke"):
         raise PartialRunError(f"{notebook}: not a full-profile run (parameters {parameters})")
-    made = _pieces_made(folder / "cache", results_version(chapter))
+    origin = nb.metadata.get(ORIGIN)
+    if origin is None:
+        raise PartialRunError(f"{notebook}: the run did not record the commit it started from "
+                              "(a run older than 7 December 2026): write its record from that commit")
+    if origin["rnnbook_results"] != results_version(chapter):
+        raise PartialRunError(f"{notebook}: made by results version {origin['rnnbook_results']}, not "
+                              f"this checkout's {results_version(chapter)}: its claims are other code's")
     cells = [c for c in nb.cells if c.cell_type == "code"]
     meta = [c.metadata.get("papermill", {}) for c in cells]
+    if any(m.get("status") == "failed" for m in meta):
+        raise PartialRunError(f"{notebook}: a cell failed (papermill status 'failed'): an error, not a stop")
     done = next((i for i, m in enumerate(meta) if m.get("status") != "completed"), len(cells))
+    if done == len(cells):
+        raise PartialRunError(f"{notebook}: every code cell completed but no {RUN_RECORD} was written: "
+                              "rerun the chapter, which resumes from its cache")
     started = datetime.datetime.fromisoformat(nb.metadata["papermill"]["start_time"])
     ended = max((datetime.datetime.fromisoformat(m["end_time"]) for m in meta[:done] if m.get("end_time")),
                 default=started)
     used = folder / DEVICE_FILE
     record = run_record(chapter, parameters, started, (ended - started).total_seconds(),
-                        claims.load(folder / "claims.json"), sum(t < started for t in made),
-                        device=used.read_text() if used.exists() else None)
+                        claims.load(folder / "claims.json"),
+                        _pieces_before(folder / "cache", origin["rnnbook_results"], started),
+                        device=used.read_text() if used.exists() else None, origin=origin)
     record["finished"] = ended.strftime("%Y-%m-%dT%H:%M:%SZ")
-    stopped = cells[done].source.strip().splitlines() if done < len(cells) else [None]
-    record["partial"] = {"cells_completed": done, "cells": len(cells), "stopped_in": (stopped or [""])[0],
-                         "run_source_sha256": stamp.get("source_sha256"),
-                         "run_code_version": stamp.get("code_version")}
+    record["partial"] = {"cells_completed": done, "cells": len(cells),
+                         "stopped_in": (cells[done].source.strip().splitlines() or [""])[0]}
     return record
 
 
-def _pieces_made(cache: Path, version: str) -> list[datetime.datetime]:
-    """When each piece in ``cache`` was made (its sidecar's time); :class:`PartialRunError` if any
-    was made by code of another results version than ``version``."""
-    sidecars = {p.name: json.loads(p.read_text()) for p in cache.glob("*.json")}
-    foreign = sorted(n for n, p in sidecars.items() if p.get("code_version", version) != version)
-    if foreign:
-        raise PartialRunError(f"{cache}: {len(foreign)} pieces of another results version than this "
-                              f"checkout's {version} (e.g. {foreign[0]}): made by other code")
-    return [datetime.datetime.fromisoformat(p["made"]) for p in sidecars.values() if "made" in p]
+def _pieces_before(cache: Path, version: str, started: datetime.datetime) -> int:
+    """How many pieces of results version ``version`` in ``cache`` were made before ``started`` (a
+    resumed run's finished work): sidecars of that version whose entry is there."""
+    sidecars = [(p, json.loads(p.read_text())) for p in cache.glob("*.json")]
+    return sum(meta.get("code_version") == version and "made" in meta and p.with_suffix(".npz").exists()
+               and datetime.datetime.fromisoformat(meta["made"]) < started for p, meta in sidecars)
 
 
 def survey_chapter(chapter: str, seeds: list[int], parameters: dict[str, Any] | None = None,
@@ -329,18 +347,21 @@ def hardware() -> dict[str, Any]:
 
 def run_record(chapter: str, parameters: dict[str, Any], started: datetime.datetime,
                wall_seconds: float, found: list[claims.Claim], cached_at_start: int = 0,
-               executor: engine.Executor | None = None, device: str | None = None) -> dict[str, Any]:
+               executor: engine.Executor | None = None, device: str | None = None,
+               origin: dict[str, str] | None = None) -> dict[str, Any]:
     """Where, when and with what a chapter run was made (``run.json``); ``wall_seconds`` is this
     process's time, which for a resumed run (``cached_at_start`` results already in its cache)
     leaves out the earlier processes' work. ``device``: the one the chapter's run used (its
-    :data:`~rnnbook.paths.DEVICE_FILE`), else the parameters' with "auto" resolved here."""
+    :data:`~rnnbook.paths.DEVICE_FILE`), else the parameters' with "auto" resolved here.
+    ``origin``: the commit and versions the run started from (:func:`run_origin`; default: now's)."""
     import platform
     from importlib import metadata
 
     import torch
 
-    versions = {"python": platform.python_version(), "rnnbook_code": code_version(chapter),
-                "rnnbook_results": results_version(chapter)}
+    origin = origin or run_origin(chapter)
+    versions = {"python": platform.python_version(), "rnnbook_code": origin["rnnbook_code"],
+                "rnnbook_results": origin["rnnbook_results"]}
     for package in ("torch", "numpy", "scipy", "matplotlib", "papermill"):
         with contextlib.suppress(metadata.PackageNotFoundError):
             versions[package] = metadata.version(package)
@@ -349,8 +370,8 @@ def run_record(chapter: str, parameters: dict[str, Any], started: datetime.datet
         device = "cuda" if torch.cuda.is_available() else "cpu"
     return {"chapter": chapter, "profile": parameters.get("profile", "quick"),
             "parameters": claims.to_json(parameters), "device": device,
-            "hardware": hardware(), "versions": versions, "commit": git_commit(),
-            "source_sha256": source_hash(chapter),
+            "hardware": hardware(), "versions": versions, "commit": origin["commit"],
+            "source_sha256": origin["source_sha256"],
             "started": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "finished": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "wall_seconds": round(wall_seconds, 1), "cached_at_start": cached_at_start,

@@ -220,6 +220,8 @@ def _full_numbers(cid: str, v: dict, verdict: str) -> dict:
         A, lam = v["RNN"]["A"], v["complex diag"]["lambda"]
         return dict(ratio=v["median ratio"], lo=min(v["ratios per seed"]), hi=max(v["ratios per seed"]),
                     A=A, A_gap=A / 10 ** -7.27, lam=lam, lam_gap=lam / 10 ** -3.12)
+    if cid != "C10":
+        raise KeyError(f"{cid}: no full-run sentence (FULL_TEXT has C3, C4, C5 and C10)")
     lru, cd = v["losses"]["LRU"], v["losses"]["complex diag"]
     return dict(lru_pi=lru["1π"], lru_small=lru["0.01π"], lru_ratio=v["L(pi)/L(pi/100), LRU"],
                 cd_pi=cd["1π"], cd_small=cd["0.01π"], cd_ratio=v["L(pi)/L(pi/100), complex diag"],

@@ -26,8 +26,8 @@ FINDINGS = [
             "C1's rules at every d = 8, 20, 50, 100, 200 (d̂ = 2, k = 3 and 5, three seeds, quick "
             "profile): the line stays at 2d̂, and ε_q above it stays 3× or more under the "
             "tolerance though it rises a little with d (survey medians 0.0096–0.012 at d = 20, "
-            "0.014–0.015 at d = 200); the full profile's sizes are not finished (d = 20 and 50 in "
-            "its committed pieces, part of d = 100, 200 and 400 not started)"),
+            "0.014–0.015 at d = 200); the full profile's sizes are not finished (its committed pieces: "
+            "d = 8, 20, 50 and 200, part of d = 100; d = 400 not started)"),
     Finding("§3, Prop. 3", "an overparameterized student (d > k, d > d̂) can reach zero loss on "
             "length k and fail to extrapolate; not readable: the paper's construction", "C3, F6",
             "shape only",
@@ -112,6 +112,7 @@ SUMMARY = Summary(
 
 
 def _span(values: list[float]) -> str:
+    """``values``' range as the survey text prints it (C1's and C10's per-seed medians, C4)."""
     lo, hi = f"{min(values):.2g}", f"{max(values):.2g}"
     return lo if lo == hi else f"{lo} to {hi}"
 
