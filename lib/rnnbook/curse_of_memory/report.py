@@ -75,7 +75,10 @@ FINDINGS = [
             "F6, C7", "same",
             "LayerNorm λ span 471 to 682 and 'all but λ' span 2.7 to 4.1 over seeds 0–4 (the paper's "
             "about 800 and 6); F6's panel C draws both curves, as the notebook does; C7 regraded on them "
-            "(5 December 2026), where a 1e2 line set on a misreading had marked it down"),
+            "(5 December 2026), where a 1e2 line set on a misreading had marked it down; the full "
+            "run's (d = 256, 128 sequences of 512 tokens, seed 0) spans are larger than the paper's: "
+            "LayerNorm 3.1e3 (10^3.5, 0.6 decade over it), 'all but λ' 3.1, none 1.2e14 (10^14.1 "
+            "against 10^10.4), C7 reproduced there too; why the full size spans more, not examined"),
     Finding("Fig. 6", "exp keeps the ω_ν-curvature bounded while the ω_θ-curvature grows; polar "
             "both grow; opt both bounded (slices at θ* = 0 and π/100)", "F7", "shape only",
             "our curvatures at the optimum agree; our slices sit at θ* = π/4, this book's extension"),
@@ -160,8 +163,9 @@ SUMMARY = Summary(
          "two notebooks had to be run both ways (Fig. 8's S, Fig. 7's optimiser).",
     full_cost="not finished: the teacher-student sweep's 10 seed pieces and the ladder's 10 (with "
               "the probe) are committed, with C6's Hessians (6 and 7 December 2026, 11 "
-              "to 26 and 4 to 10 min a seed on one CPU thread, most of them shared), and the nine "
-              "claims decided from them as partial full results; F6, F12 and E1's sweep are left "
+              "to 26 and 4 to 10 min a seed on one CPU thread, most of them shared), and F6's "
+              "signal propagation (one piece, 2.4 h on one thread beside other runs), with the 11 "
+              "claims decided from them as partial full results; F12 and E1's sweep are left "
               "(paper_scale.md). Its smoke test at toy sizes took 59 s on one "
               "NVIDIA H200 (4 December 2026). Our specification estimates 20 to 60 GPU-minutes for its about "
               "2,100 runs of 10,000 steps (an estimate, never checked).",
