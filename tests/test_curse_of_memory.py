@@ -809,7 +809,7 @@ def test_group_shares_ceiling_and_negative():
 
 
 def test_full_text_quotes_the_full_run_or_says_it_has_not_reached_a_claim():
-    """The sentences that quote the committed full run in the text (C3, C4, C5, C10), from toy
+    """The sentences that quote the committed full run in the text (C3 to C5, C7 to C10), from toy
     claims; without them each says the full run has not reached its claim."""
     assert set(report.full_text({}).values()) == {"The full profile's run has not reached this claim yet."}
     def claim(cid: str, value: dict) -> Claim:
@@ -821,10 +821,17 @@ def test_full_text_quotes_the_full_run_or_says_it_has_not_reached_a_claim():
                                "RNN": {"A": 10 ** -7.27 * 40}, "complex diag": {"lambda": 10 ** -3.12 * 2}}),
             "C10": claim("C10", {"L(pi)/L(pi/100), LRU": 60.0, "L(pi)/L(pi/100), complex diag": 0.5,
                                  "losses": {"LRU": {"1π": 1.2e-5, "0.01π": 2e-7},
-                                            "complex diag": {"1π": 3e-5, "0.01π": 6e-5}}})}
+                                            "complex diag": {"1π": 3e-5, "0.01π": 6e-5}}}),
+            "C7": claim("C7", {"max/min over tau": {"none": 1e14, "layer": 1e3, "batch": 1e4},
+                               "all but lambda, max/min over tau": {"none": 1e10, "layer": 3.0, "batch": 2.0}}),
+            "C8": claim("C8", {"act(100)/act(1), block 4": {"c-diag": 1.2e4, "LRU": 0.95, "GRU": 0.9}}),
+            "C9": Claim("C9", "s", "src", {"worst ratio": 1.31, "tolerance": 1.2}, "t", "fails", False)}
     text = report.full_text(full)
     assert "RNN ends at 1e-07 at ν₀ = 0.36 and 0.1 at 0.99, the LRU at 1e-05" in text["full_c3"]
     assert "$g$ = 1.25" in text["full_c4"] and "a factor of 30, from 1e-06 (a) to 3e-05 (b)" in text["full_c4"]
     assert "median ratio is 400 (per seed 100 to 900)" in text["full_c5"] and "40 times" in text["full_c5"]
+    assert "spans 1e+03 across τ" in text["full_c7"] and "a factor 3.16 below the rule's line" in text["full_c7"]
+    assert "grows by 1.2e+04 for c-diag" in text["full_c8"] and "0.95 for the LRU" in text["full_c8"]
+    assert "off by 1.31 against its tolerance 1.2: the check *fails*" in text["full_c9"]
     assert "a factor of 60" in text["full_c10"] and "(ratio 0.50" in text["full_c10"] and "*reproduced*" in text["full_c10"]
 
