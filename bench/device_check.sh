@@ -19,7 +19,8 @@
 #    --device cuda` for the five chapters (SMOKE_LIMIT_S=150 s each), then `bench/stable_models.py
 #    --device cuda` (BENCH_LIMIT_S=120 s; the stacks against the author-style loop, the ratio issue
 #    21 asks for; BENCH_LIMIT_S=0 skips it), then the full profiles of FULL_CHAPTERS (default
-#    extrapolation, curse of memory, stable models), each for an equal share of the time left
+#    extrapolation, curse of memory, stable models) whose committed run has not finished at this
+#    code's results version (`python -m rnnbook status --unfinished`), each for an equal share of the time left
 #    (SMOKE_CHAPTERS="" BENCH_LIMIT_S=0 gives them all of it; extrapolation on the CPU, its chunks
 #    as `--executor local:$(nproc)` jobs, FULL_FLAGS_<chapter> to change), each resuming from the pieces
 #    committed in data/results/full/<chapter>/cache/. A run cut short keeps its finished pieces:
@@ -183,7 +184,12 @@ run bench_stable_models "$limit" "$PY" bench/stable_models.py --device "$DEVICE"
 # (they travel with the working tree). What comes back per chapter, in pieces-<chapter>.tar.gz:
 # the pieces this call added (and plans), and the results (claims.json, run.json, figures/), a
 # partial run record if the run did not finish; `tar -C data/results/full -xzf pieces-<chapter>.tar.gz` here puts them in place.
-read -ra FULL <<<"${FULL_CHAPTERS-extrapolation curse_of_memory stable_models}"
+# Of those, only the chapters whose committed full run is not finished at this code's results
+# version (`python -m rnnbook status --unfinished`): a finished one has nothing left to run.
+read -ra WANT <<<"${FULL_CHAPTERS-extrapolation curse_of_memory stable_models}"
+FULL=()
+[ ${#WANT[@]} -gt 0 ] && read -ra FULL <<<"$("$PY" -m rnnbook status --unfinished "${WANT[@]}" | xargs)"
+echo "full profiles with pieces left: ${FULL[*]:-none}" | tee -a "$OUT/env.txt"
 # Each chapter's device and executor (FULL_FLAGS_<chapter> overrides; default --device $DEVICE).
 # Extrapolation's linear students are faster on one CPU thread than on the GPU (paper_scale.md), so
 # its chunks run as jobs on every core of the machine, one thread each.

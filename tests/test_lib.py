@@ -1458,6 +1458,32 @@ def test_partial_record_of_a_stopped_full_run(tmp_path, capsys):
         execute.partial_record(chapter, tmp_path / "ended" / chapter)
 
 
+def test_unfinished_full_runs_are_the_ones_left_to_run(tmp_path, capsys):
+    """Issue 47: `status --unfinished` (what bench/device_check.sh runs) names the chapters with no
+    finished full run of this results version: none yet, a partial record, a smoke run or a run of
+    older code; not one that finished at this version."""
+    chapter, root = paths.chapters()[0], tmp_path / "full"
+    def record(**changes) -> None:
+        r = {"profile": "full", "claims": {"total": 1, "passed": 1}, "finished": "2026-12-07T16:17:03Z",
+             "commit": "abc", "versions": {"rnnbook_results": paths.results_version(chapter)}, **changes}
+        (root / chapter).mkdir(parents=True, exist_ok=True)
+        (root / chapter / "run.json").write_text(json.dumps(r))
+    def unfinished() -> list[str]:
+        assert cli.main(["status", "--unfinished", chapter, "--results-dir", str(root)]) == 0
+        return capsys.readouterr().out.split()
+    assert unfinished() == [chapter]  # nothing committed
+    for stale in ({"partial": {"cells": 3}}, {"smoke": True}, {"versions": {"rnnbook_results": "0" * 16}}):
+        record(**stale)
+        assert unfinished() == [chapter] and not rnnbook.display.full_run_finished(chapter, root)
+    record()
+    assert unfinished() == [] and rnnbook.display.full_run_finished(chapter, root)
+    cli.print_status(chapter, root)
+    assert "a finished run" in capsys.readouterr().out
+    record(versions={"rnnbook_results": "0" * 16})
+    cli.print_status(chapter, root)
+    assert "of another results version: a run now recomputes it" in capsys.readouterr().out
+
+
 def test_setup_leaves_the_device_it_resolved_for_the_run_record(tmp_path):
     run = rnnbook.setup("demo", device="cpu", results_dir=tmp_path)
     assert (tmp_path / "demo" / paths.DEVICE_FILE).read_text() == "cpu" == run.device.type

@@ -139,7 +139,9 @@ def print_status(chapter: str, root: Path) -> None:
         part = r.get("partial")
         print(f"  results: {r['claims']['total']} claims, "
               + (f"partial (stopped in: {part['stopped_in']})" if part else "a finished run")
-              + f", {r.get('finished', '?')[:10]}, commit {r.get('commit', '?')}")
+              + f", {r.get('finished', '?')[:10]}, commit {r.get('commit', '?')}"
+              + ("" if r.get("versions", {}).get("rnnbook_results") == code
+                 else ", of another results version: a run now recomputes it"))
     stale = [p for p in sweeps if not p.current]
     if stale:
         print(f"  {len(stale)} plans of other code versions ({sum(p.done for p in stale)} pieces): "
@@ -202,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"any of {', '.join(chapters())} (default: all)")
     st.add_argument("--results-dir", default=str(FULL_RESULTS_DIR),
                     help="the runs' results folder (default data/results/full)")
+    st.add_argument("--unfinished", action="store_true",
+                    help="only name the chapters whose full run is not finished at this code's "
+                         "results version, one per line (what bench/device_check.sh runs)")
     pa = sub.add_parser("partial", help="write the run record (run.json) of a full run that has not "
                         "finished, so that its claims so far can be committed and shown as partial")
     pa.add_argument("chapter", choices=chapters())
@@ -225,6 +230,12 @@ def main(argv: list[str] | None = None) -> int:
         unknown = sorted(set(args.chapters) - set(chapters()))
         if unknown:
             ap.error(f"unknown chapters {unknown}; chapters: {', '.join(chapters())}")
+        if args.unfinished:
+            from rnnbook.display import full_run_finished
+            for chapter in args.chapters or chapters():
+                if not full_run_finished(chapter, Path(args.results_dir)):
+                    print(chapter)
+            return 0
         for chapter in args.chapters or chapters():
             print_status(chapter, Path(args.results_dir))
         return 0

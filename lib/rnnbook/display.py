@@ -107,6 +107,23 @@ def full_record(folder: Path) -> dict:
     return record
 
 
+def full_run_finished(chapter: str, root: Path = FULL_RESULTS_DIR) -> bool:
+    """Whether ``<root>/<chapter>`` holds a finished full run (not a partial record, not a smoke
+    run) made by code of this build's results version: nothing of the chapter's full profile is left
+    to run (``python -m rnnbook status --unfinished``, ``bench/device_check.sh``)."""
+    from rnnbook.paths import results_version
+
+    folder = root / chapter
+    if not (folder / "run.json").is_file():
+        return False
+    try:
+        record = full_record(folder)
+    except SmokeResults:
+        return False
+    return (not record.get("partial")
+            and record.get("versions", {}).get("rnnbook_results") == results_version(chapter))
+
+
 def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULTS_DIR) -> str:
     """The committed full-profile claims of ``chapter`` (``<root>/<chapter>/claims.json`` with the
     run record ``run.json`` of a finished run, or of a partial one, labelled so) beside this run's
