@@ -211,7 +211,10 @@ for i in "${!FULL[@]}"; do
   [ -f "$dir/run.json" ] || "$PY" -m rnnbook partial "$chapter" --results-dir "$SCRATCH/full" 2>&1 \
     | tee -a "$OUT/env.txt"
   "$PY" -m rnnbook status "$chapter" --results-dir "$SCRATCH/full" 2>&1 | tee -a "$OUT/env.txt"
-  (cd "$SCRATCH/full" && find "$chapter" -type f ! -path "*/cache/jobs/*" ! -name "*.ipynb" | sort \
+  # (not the stable-models weights, up to 187 MB a model: what the chapter reads from them is
+  # cached, and a run that needs them trains their run again; paper_scale.md, "What a piece holds")
+  (cd "$SCRATCH/full" && find "$chapter" -type f ! -path "*/cache/jobs/*" ! -name "*.ipynb" \
+     ! -name "*-weights-*" | sort \
     | comm -13 "$LOGS/$chapter.before" - >"$LOGS/$chapter.new")
   if [ -s "$LOGS/$chapter.new" ]; then
     tar -C "$SCRATCH/full" -czf "$OUT/pieces-$chapter.tar.gz" -T "$LOGS/$chapter.new"

@@ -210,7 +210,7 @@ def test_stable_models_stacks_train_as_jobs_into_the_inline_entries(tmp_path, ex
     local = Cache(tmp_path / "local", "v")
     sm_train.prefit(local, S, jobs, S.workers)
     entries = sorted(p.name for p in inline.directory.glob("*.npz"))
-    assert len(entries) == len(jobs) == 4
+    assert len(entries) == 2 * len(jobs) == 8  # each run's summary and its weights
     assert sorted(p.name for p in local.directory.glob("*.npz")) == entries
     for name in entries:  # the same numbers, all but how long they took
         a, b = (dict(np.load(c.directory / name)) for c in (inline, local))

@@ -491,8 +491,8 @@ def _table1(costs: dict) -> dict:
     base = {"atis": 90.0, "ptb_char": 2.0, "ptb_word": 400.0, "wikitext2": 400.0, "jsb": 9.0}
     res = {}
     for (t, c), v in costs.items():
-        res[(t, c, False)] = [({"test": base[t]}, None)]
-        res[(t, c, True)] = [({"test": v}, None)]
+        res[(t, c, False)] = [{"test": base[t]}]
+        res[(t, c, True)] = [{"test": v}]
     return res
 
 
@@ -620,6 +620,37 @@ class _Run:
         plt.close(fig)
 
 
+def test_summaries_and_weights_are_pieces_apart_and_f3_needs_no_weights_once_cached(tmp_path):
+    """Issue 47: a training run's summary and its weights are separate cache pieces (WikiText-2's
+    weights take about 180 MB a model, its summary a few KB); a run resumed from the summaries
+    alone (the weights not committed) trains the model again for its weights, the same run, and
+    F3's curves, a piece of their own, need no weights once cached."""
+    from dataclasses import replace
+
+    from rnnbook.cache import Cache
+    S = settings.resolve(**RESOLVE | {"profile": "full", "tasks": ["ptb_char"], "hidden_size": 4,
+                                "epochs": 1, "max_train_tokens": 3000})
+    S.configs["ptb_char"] = replace(S.configs["ptb_char"], emb=4, schedule=None)
+    td = train.load_task("ptb_char", S)
+    cache = Cache(tmp_path)
+    summary = train.fit(cache, S, td, "lstm", False, S.seeds[0])
+    assert not any(k.startswith("p.") for k in summary) and summary["test"] > 0
+    net = train.trained_net(cache, S, td, "lstm", False, S.seeds[0])
+    assert net.W_hh_norm() == pytest.approx(float(summary["w_hh_final"]), rel=1e-5)
+    weights = sorted(tmp_path.glob(f"ptb_char-lstm{train.WEIGHTS}-*.npz"))
+    assert len(weights) == 1
+    weights[0].unlink()  # as a run resumed from committed pieces finds it
+    again = train.trained_net(cache, S, td, "lstm", False, S.seeds[0])
+    assert all(torch.equal(a, b) for a, b in zip(net.state_dict().values(), again.state_dict().values()))
+    g = experiments.gradient_decays(cache, S, td)
+    assert {"unstable RNN", "unstable LSTM", "forget gate shut", "initial RNN", "initial LSTM"} == set(g)
+    for f in tmp_path.glob(f"*{train.WEIGHTS}-*.npz"):
+        f.unlink()
+    hits = cache.hits
+    assert all(np.array_equal(g[k], v) for k, v in experiments.gradient_decays(cache, S, td).items())
+    assert cache.hits == hits + 1 and not list(tmp_path.glob(f"*{train.WEIGHTS}-*.npz"))
+
+
 def test_language_model_truncations_and_f5_on_toy_sizes(tmp_path):
     """The full profile's LM code paths (F4's panels, F5 with W_hh snapshots for RNN and LSTM) at
     toy sizes on PTB characters: runs, caches, and draws."""
@@ -640,11 +671,11 @@ def test_language_model_truncations_and_f5_on_toy_sizes(tmp_path):
     f5 = sections.f5_weight_gaps(run, S, td)
     assert {"RNN final k=2", "LSTM final k=2"} <= set(f5["value"])
     assert all(v > 0 for n, v in f5["value"].items() if "final" in n)
-    snap = train.fit(run.cache, S, td, "lstm", False, 0, **experiments.f5_runs(S)[0])[0]["snapshots"]
+    snap = train.fit(run.cache, S, td, "lstm", False, 0, **experiments.f5_runs(S)[0])["snapshots"]
     assert snap.shape == (S.f5_epochs + 1, 4 * 4 * 4)  # W_hh only, after each epoch
     trunc = {(c, False, k): {"test": 9.0, "w_norms": [2.0]} for c in settings.CELLS for k in S.f2_k}
     trunc |= {("rnn", True, k): {"test": 9.0, "w_norms": [1.0]} for k in S.f2_k}
-    res = {(t, c, False): [({"test": 9.0}, None)] for t in ("jsb", "ptb_char") for c in settings.CELLS}
+    res = {(t, c, False): [{"test": 9.0}] for t in ("jsb", "ptb_char") for c in settings.CELLS}
     c9 = {(False, k, s): {"w_norms": [1.5, 2.0]} for k in (2, 32) for s in S.c9_seeds}
     sections.f2_f4_figures(run, S, trunc, res, c9, lm)
     assert run.figures["F2"][0] == 3 and "3 seeds" in run.figures["F2"][1]
@@ -678,7 +709,7 @@ def test_c12_rule_growth_over_training_and_order_in_k(gaps, passed, monkeypatch)
     ref = np.zeros((4, 1))
     snaps = {k: ref + np.array(g, dtype=float)[:, None] for k, g in gaps.items()} | {65: ref}
     monkeypatch.setattr(sections, "fit_jobs", lambda cache, S_, tds, jobs, progress: [
-        ({"snapshots": snaps[w["k"]]}, None) for *_, w in jobs])
+        {"snapshots": snaps[w["k"]]} for *_, w in jobs])
     monkeypatch.setattr(plots, "plot_f5", lambda *a, **kw: None)
     run = _Run(None)
     run.save_figure = lambda *a: None

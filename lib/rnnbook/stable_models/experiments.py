@@ -22,8 +22,9 @@ from rnnbook.display import Table, table
 from rnnbook.stable_models import constraints
 from rnnbook.stable_models.models import make_net
 from rnnbook.stable_models.settings import CELLS, METRIC, TASK_NAMES
-from rnnbook.stable_models.train import (Workers, contraction_estimate, embedded_windows, fit,
-                                         fit_jobs, prefit, smallest_contracting_r)
+from rnnbook.stable_models.train import (Workers, contraction_estimate, embedded_windows,
+                                         fit_jobs, fit_key, gradient_decay, prefit,
+                                         smallest_contracting_r, trained_net)
 
 if TYPE_CHECKING:
     from rnnbook.stable_models.models import Net
@@ -89,12 +90,13 @@ FORK_NAME = "jsb/lstm/fork (col, bias 10+10)"  # its name in E2 (C14's control)
 
 
 def table1(cache, S: Settings, tds: dict[str, TaskData], progress=lambda it, **kw: it
-           ) -> dict[tuple[str, str, bool], list[tuple[dict, Net]]]:
-    """F1: every task × {RNN, LSTM} × {unstable, stable} × seed, trained (or loaded)."""
+           ) -> dict[tuple[str, str, bool], list[dict]]:
+    """F1: every task × {RNN, LSTM} × {unstable, stable} × seed, trained (or loaded): their
+    summaries (:func:`~rnnbook.stable_models.train.fit`), one per seed."""
     jobs = [(t, c, s, seed, {}) for t in S.tasks for c, s in MODELS for seed in S.seeds]
     out: dict = {}
-    for (t, c, s, _, _), fitted in zip(jobs, fit_jobs(cache, S, tds, jobs, progress)):
-        out.setdefault((t, c, s), []).append(fitted)
+    for (t, c, s, _, _), summary in zip(jobs, fit_jobs(cache, S, tds, jobs, progress)):
+        out.setdefault((t, c, s), []).append(summary)
     return out
 
 
@@ -103,13 +105,13 @@ def table1_rows(res: dict, S: Settings) -> list[dict]:
     rows = []
     for t in S.tasks:
         for c, s in MODELS:
-            tests = [r["test"] for r, _ in res[(t, c, s)]]
-            norms = [r["w_norms"][-1] for r, _ in res[(t, c, s)]]
+            tests = [r["test"] for r in res[(t, c, s)]]
+            norms = [r["w_norms"][-1] for r in res[(t, c, s)]]
             sd = f" ± {np.std(tests, ddof=1):.2f}" if len(tests) > 1 else ""
             rows.append({"task": t, "metric": METRIC[t], "model": c.upper(),
                          "variant": "stable" if s else "unstable",
                          "ours": f"{np.mean(tests):.2f}{sd}", "final ‖W_hh‖₂": np.mean(norms),
-                         "training CPU s": float(np.sum([r["cpu_s"] for r, _ in res[(t, c, s)]])),
+                         "training CPU s": float(np.sum([r["cpu_s"] for r in res[(t, c, s)]])),
                          "paper (as recalled, unverified)": recalled(t, c, s)})
     return rows
 
@@ -123,7 +125,7 @@ def recalled(task: str, cell: str, stable: bool) -> float | str:
 
 
 def mean_test(res: dict, task: str, cell: str, stable: bool) -> float:
-    return float(np.mean([r["test"] for r, _ in res[(task, cell, stable)]]))
+    return float(np.mean([r["test"] for r in res[(task, cell, stable)]]))
 
 
 # ============================================================================ claims of Table 1
@@ -237,7 +239,7 @@ def truncation_sweep(cache, S: Settings, td: TaskData | None, progress=lambda it
     if td is None:
         return {}
     jobs = [("jsb", c, s, S.seeds[0], {"k": k}) for c, s, k in truncation_jobs(S)]
-    return {(c, s, w["k"]): summary for (_, c, s, _, w), (summary, _)
+    return {(c, s, w["k"]): summary for (_, c, s, _, w), summary
             in zip(jobs, fit_jobs(cache, S, {"jsb": td}, jobs, progress))}
 
 
@@ -259,7 +261,7 @@ def lm_truncation_sweep(cache, S: Settings, tds: dict[str, TaskData],
                         progress=lambda it, **kw: it) -> dict[tuple[str, str, int], float]:
     """The test metric of every run of :func:`lm_truncation_jobs`, keyed (task, cell, k)."""
     jobs = lm_truncation_jobs(S)
-    return {(t, c, w["k"]): summary["test"] for (t, c, _, _, w), (summary, _)
+    return {(t, c, w["k"]): summary["test"] for (t, c, _, _, w), summary
             in zip(jobs, fit_jobs(cache, S, tds, jobs, progress))}
 
 
@@ -277,7 +279,7 @@ def c9_runs(cache, S: Settings, td: TaskData | None, progress=lambda it, **kw: i
     if td is None:
         return {}
     jobs = c9_jobs(S)
-    return {(s, w["k"], seed): summary for (_, _, s, seed, w), (summary, _)
+    return {(s, w["k"], seed): summary for (_, _, s, seed, w), summary
             in zip(jobs, fit_jobs(cache, S, {"jsb": td}, jobs, progress))}
 
 
@@ -344,7 +346,7 @@ def c11_runs(cache, S: Settings, td: TaskData | None, progress=lambda it, **kw: 
     if td is None:
         return {}
     jobs = c11_jobs(S)
-    return {(c, w.get("k"), seed): summary["test"] for (_, c, _, seed, w), (summary, _)
+    return {(c, w.get("k"), seed): summary["test"] for (_, c, _, seed, w), summary
             in zip(jobs, fit_jobs(cache, S, {"jsb": td}, jobs, progress))}
 
 
@@ -445,7 +447,7 @@ def estimate(cache, S: Settings, td: TaskData, e: Estimate) -> dict[int, float]:
     chapter's device (a GPU where there is one: the full profile's r = 128 composes the
     character LSTM 128 times per ascent step)."""
     def compute() -> dict:
-        net = fit(cache, S, td, e.cell, e.stable, e.seed, **e.kwargs)[1].to(S.device)
+        net = trained_net(cache, S, td, e.cell, e.stable, e.seed, **e.kwargs).to(S.device)
         x = embedded_windows(net, td, seed=e.seed)
         S_hat = contraction_estimate(net, x, e.rs, e.starts, e.steps, e.seed)
         return {str(r): v for r, v in S_hat.items()}
@@ -552,6 +554,25 @@ def initial_net(S: Settings, td: TaskData, cell: str) -> Net:
     with torch.random.fork_rng():
         return make_net(cell, S.configs[td.task], td.n_in, td.n_out, S.lstm_forget_bias,
                         S.seeds[0]).eval()
+
+
+def gradient_decays(cache, S: Settings, td: TaskData) -> dict[str, np.ndarray]:
+    """Fig. 3 (C10): the gradient-decay curves (:func:`~rnnbook.stable_models.train.gradient_decay`)
+    of Table 1's unconstrained RNN and LSTM of ``td``'s task (seed ``S.seeds[0]``), of that LSTM
+    with its forget gate shut (:func:`forget_gate_shut`) and of both models at initialisation
+    (:func:`initial_net`); a piece of the results cache, so that a resumed full run needs not the
+    models' weights."""
+    seed = S.seeds[0]
+    config = {"fits": [fit_key(S, td.task, c, False, seed, {})[1] for c in CELLS], "seed": seed}
+
+    def compute() -> dict[str, np.ndarray]:
+        nets = {c: trained_net(cache, S, td, c, False, seed) for c in CELLS}
+        def decay(net: Net) -> np.ndarray:
+            return gradient_decay(net, td.data.ids["train"], seed=seed)
+        return ({f"unstable {c.upper()}": decay(net) for c, net in nets.items()}
+                | {"forget gate shut": decay(forget_gate_shut(nets["lstm"]))}
+                | {f"initial {c.upper()}": decay(initial_net(S, td, c)) for c in CELLS})
+    return dict(cache.cached("f3", config, compute))
 
 
 def c10_check(ratio: dict[str, dict[int, float]], shut: dict[int, float],

@@ -13,10 +13,9 @@ import numpy as np
 
 from rnnbook.stable_models import plots
 from rnnbook.stable_models.experiments import (c10_check, c12_check, decay_ratios, estimate,
-                                               estimates, f5_jobs, forget_gate_shut, initial_net,
-                                               mean_test)
+                                               estimates, f5_jobs, gradient_decays, mean_test)
 from rnnbook.stable_models.settings import CELLS, METRIC, TASK_NAMES
-from rnnbook.stable_models.train import fit, fit_jobs, gradient_decay, weight_gaps
+from rnnbook.stable_models.train import fit, fit_jobs, weight_gaps
 
 if TYPE_CHECKING:
     from rnnbook.stable_models.settings import Settings
@@ -55,25 +54,22 @@ def f2_f4_figures(run, S: Settings, trunc: dict, res: dict, c9: dict,
                     + "); dashed: the recurrent model (Table 1).")
 
 
-def f3_gradients(run, S: Settings, td: TaskData | None, res: dict) -> dict:
+def f3_gradients(run, S: Settings, td: TaskData | None) -> dict:
     """F3/C10: gradient decay of the unstable RNN and LSTM of ``S.f3_task`` (``td``: its data;
     PTB characters, full profile WikiText-2), averaged over windows of the training set as the
-    paper's Fig. 3; :func:`~rnnbook.stable_models.experiments.c10_check` of their ratios, of the
-    LSTM with its forget gate shut (the control) and of both models at initialisation."""
+    paper's Fig. 3 (:func:`~rnnbook.stable_models.experiments.gradient_decays`);
+    :func:`~rnnbook.stable_models.experiments.c10_check` of their ratios, of the LSTM with its
+    forget gate shut (the control) and of both models at initialisation."""
     if td is None:
         return {"value": f"{S.f3_task} not in tasks", "passed": False, "verdict": "inconclusive",
                 "vanish": False}
-    nets = {c: res[(td.task, c, False)][0][1] for c in CELLS}
-
-    def decay(net) -> np.ndarray:
-        return gradient_decay(net, td.data.ids["train"], seed=S.seeds[0])
-    g = {f"unstable {c.upper()}": decay(net) for c, net in nets.items()}
-    run.save_figure(plots.plot_f3(g), "F3", "As the paper's Fig. 3: mean gradient norm of the loss at "
+    g = gradient_decays(run.cache, S, td)
+    trained = {n: g[n] for n in (f"unstable {c.upper()}" for c in CELLS)}
+    run.save_figure(plots.plot_f3(trained), "F3", "As the paper's Fig. 3: mean gradient norm of the loss at "
                     f"the last step of 64 training windows ({TASK_NAMES[td.task]}) with respect to the "
                     "embedded input $i$ steps back, unconstrained models, float64.")
-    return c10_check({n: decay_ratios(v) for n, v in g.items()},
-                     decay_ratios(decay(forget_gate_shut(nets["lstm"]))),
-                     {c: decay_ratios(decay(initial_net(S, td, c))) for c in CELLS})
+    return c10_check({n: decay_ratios(v) for n, v in trained.items()}, decay_ratios(g["forget gate shut"]),
+                     {c: decay_ratios(g[f"initial {c.upper()}"]) for c in CELLS})
 
 
 def e2_contraction(run, S: Settings, tds: dict) -> dict:
@@ -87,9 +83,9 @@ def e2_contraction(run, S: Settings, tds: dict) -> dict:
                     f"fork's LSTM; grey dashed line: 1. Shaded: below {plots.E2_ROUNDING:.0e}, where "
                     "the two trajectories agree to float32 rounding (no contraction rate); open "
                     f"triangle: a value below {plots.E2_FLOOR:.0e} (or exactly 0), drawn there.")
-    nets = {n: fit(run.cache, S, tds[e.task], e.cell, e.stable, S.seeds[0], **e.kwargs)[1]
-            for n, e in e2.items()}
-    rows = [{"model": n, "‖W_hh‖₂": nets[n].W_hh_norm(), **{f"Ŝ_{r}": v for r, v in d.items()}}
+    norms = {n: fit(run.cache, S, tds[e.task], e.cell, e.stable, S.seeds[0], **e.kwargs)["w_hh_final"]
+             for n, e in e2.items()}
+    rows = [{"model": n, "‖W_hh‖₂": float(norms[n]), **{f"Ŝ_{r}": v for r, v in d.items()}}
             for n, d in out.items()]
     return {"S_hat": out, "rows": rows}
 
@@ -103,7 +99,7 @@ def f5_weight_gaps(run, S: Settings, td: TaskData | None) -> dict:
         return {"value": f"{S.f5_task} not in tasks", "passed": False, "verdict": "inconclusive"}
     jobs = f5_jobs(S)
     snaps: dict[str, dict[int, np.ndarray]] = {}
-    for (_, c, _, _, w), (summary, _) in zip(jobs, fit_jobs(run.cache, S, {td.task: td}, jobs,
+    for (_, c, _, _, w), summary in zip(jobs, fit_jobs(run.cache, S, {td.task: td}, jobs,
                                                             run.progress)):
         snaps.setdefault(c, {})[w["k"]] = summary["snapshots"]
     gaps = {c: weight_gaps(v, S.f5_ref) for c, v in snaps.items()}

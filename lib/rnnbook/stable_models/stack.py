@@ -432,16 +432,18 @@ def validation(stack: Stack, task: str, data, split: str = "valid") -> list[floa
 def train_members(task: str, cell: str, cfg: TaskConfig, data, n_in: int, n_out: int,
                   members: list[Member], device: torch.device, snapshots: bool = False
                   ) -> list[dict]:
-    """Train ``members`` as one stack and return each one's cacheable result: summary, parameters
+    """Train ``members`` as one stack and return each one's cacheable result: summary (with the
+    final :math:`\\|W_{hh}\\|_2`, after the schedule's best state is restored), parameters
     (``p.<Net name>``), its share of the stack's time, and the snapshots if asked."""
     wall, cpu = time.perf_counter(), time.process_time()
     stack = make_stack(cell, cfg, n_in, n_out, members, device)
     records = train_stack(task, stack, data, snapshots)
     share = {"wall_s": (time.perf_counter() - wall) / len(members),
              "cpu_s": (time.process_time() - cpu) / len(members), "stack_size": len(members)}
-    out = []
+    out, final = [], stack.W_hh_norms()
     for j, r in enumerate(records):
-        res = {"test": r.test, "w_norms": np.array(r.w_norms), "c1_max": r.c1_max} | share
+        res = {"test": r.test, "w_norms": np.array(r.w_norms), "w_hh_final": float(final[j]),
+               "c1_max": r.c1_max} | share
         res |= {f"p.{n}": v.cpu().numpy() for n, v in stack.member_state(j).items()}
         if snapshots:
             res["snapshots"] = np.stack(r.snapshots)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -190,8 +191,20 @@ def member_of(S: Settings, job: Job) -> tuple[tuple, Member, str, dict]:
     return key, m, name, config
 
 
+WEIGHTS = "-weights"  # the cache name suffix of a run's trained parameters, a piece of their own
+
+
+def split_weights(res: dict) -> tuple[dict, dict]:
+    """A trained member's result (:func:`~rnnbook.stable_models.stack.train_members`) as its
+    summary and its parameters (``p.<Net name>``): apart, a full run's summaries stay small enough
+    to commit, while WikiText-2's weights take about 180 MB a model (issue 47)."""
+    return ({k: v for k, v in res.items() if not k.startswith("p.")},
+            {k: v for k, v in res.items() if k.startswith("p.")})
+
+
 def train_group(cache, S: Settings, td: TaskData, jobs: list[Job]) -> None:
-    """Train the jobs of one stack (those not cached yet) as one batched program into ``cache``."""
+    """Train the jobs of one stack (those not cached yet) as one batched program into ``cache``:
+    each run's summary under the stack's name, its parameters under that name + :data:`WEIGHTS`."""
     parts = [member_of(S, j) for j in jobs]
     (task, cell, cfg, snapshots, _), name = parts[0][0], parts[0][2]
     config = TaskConfig(**json.loads(cfg))
@@ -199,26 +212,49 @@ def train_group(cache, S: Settings, td: TaskData, jobs: list[Job]) -> None:
 
     def compute(configs: list[dict]) -> list[dict]:
         todo = [member[json.dumps(c, sort_keys=True)] for c in configs]
-        return train_members(task, cell, config, td.data, td.n_in, td.n_out, todo, S.device,
-                             snapshots)
+        out = []
+        for c, res in zip(configs, train_members(task, cell, config, td.data, td.n_in, td.n_out,
+                                                 todo, S.device, snapshots)):
+            summary, weights = split_weights(res)
+            cache.put(name + WEIGHTS, c, weights)
+            out.append(summary)
+        return out
     cache.cached_batch(name, [c for *_, c in parts], compute)
 
 
 def fit(cache, S: Settings, td: TaskData, cell: str, stable: bool, seed: int,
         k: int | None = None, constraint: str | None = None, forget_bias: float | None = None,
-        epochs: int | None = None, snapshots: bool = False) -> tuple[dict, Net]:
-    """One model's summary and trained net, from ``cache`` (keyed by task, model, constraint, k,
-    seed and settings, so the full profile resumes); trained alone if not there yet."""
+        epochs: int | None = None, snapshots: bool = False) -> dict:
+    """One model's summary (test metric, :math:`\\|W_{hh}\\|_2` per epoch and at the end, its
+    share of the training time, the snapshots if asked), from ``cache`` (keyed by task, model,
+    constraint, k, seed and settings, so the full profile resumes); trained alone if not there
+    yet. The trained model itself: :func:`trained_net`."""
     job = (td.task, cell, stable, seed, dict(k=k, constraint=constraint, forget_bias=forget_bias,
                                              epochs=epochs, snapshots=snapshots))
-    _, m, name, config = member_of(S, job)
+    _, _, name, config = member_of(S, job)
     train_group(cache, S, td, [job])
-    res = cache.get(name, config)
+    return dict(cache.get(name, config))
+
+
+def trained_net(cache, S: Settings, td: TaskData, cell: str, stable: bool, seed: int,
+                **kwargs) -> Net:
+    """The trained model of :func:`fit`'s run (same arguments), from its parameters' piece. A run
+    resumed from committed summaries, whose parameters were too large to commit, trains the model
+    again, alone, for them: the same run, up to the float rounding of a batch of other size."""
+    fit(cache, S, td, cell, stable, seed, **kwargs)
+    job = (td.task, cell, stable, seed, {"snapshots": False} | kwargs)
+    _, m, name, config = member_of(S, job)
     cfg = TaskConfig(**config["cfg"])
+    weights = cache.get(name + WEIGHTS, config)
+    if weights is None:
+        start = time.perf_counter()
+        (res,) = train_members(td.task, cell, cfg, td.data, td.n_in, td.n_out, [m], S.device,
+                               config["snapshots"])
+        weights = split_weights(res)[1]
+        cache.put(name + WEIGHTS, config, weights, time.perf_counter() - start)
     net = make_net(cell, cfg, td.n_in, td.n_out, m.forget_bias, seed)
-    net.load_state_dict({n[2:]: torch.from_numpy(np.asarray(v)) for n, v in res.items()
-                         if n.startswith("p.")})
-    return {n: v for n, v in res.items() if not n.startswith("p.")}, net.eval()
+    net.load_state_dict({n[2:]: torch.from_numpy(np.asarray(v)) for n, v in weights.items()})
+    return net.eval()
 
 
 Job = tuple  # (task, cell, stable, seed, fit keyword arguments)
@@ -313,10 +349,10 @@ def prefit(cache, S: Settings, jobs: list[Job], workers: int = 2,
 
 
 def fit_jobs(cache, S: Settings, tds: Mapping[str, TaskData], jobs: list[Job],
-             progress=lambda it, **kw: it) -> list[tuple[dict, Net]]:
-    """Train ``jobs`` as stacks (:func:`prefit`, or here if one stack), then load each as
-    :func:`fit` returns it (summary, net), in the order of ``jobs``; ``tds``: the data of every
-    task the jobs train."""
+             progress=lambda it, **kw: it) -> list[dict]:
+    """Train ``jobs`` as stacks (:func:`prefit`, or here if one stack), then load each one's
+    summary as :func:`fit` returns it, in the order of ``jobs``; ``tds``: the data of every task
+    the jobs train."""
     prefit(cache, S, jobs, S.workers, progress)
     for g in stacks(S, [j for j in jobs if not cache.path(*fit_key(S, *j)).exists()]):
         train_group(cache, S, tds[g[0][0]], g)
