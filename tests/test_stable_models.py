@@ -630,7 +630,7 @@ def test_summaries_and_weights_are_pieces_apart_and_f3_needs_no_weights_once_cac
     from rnnbook.cache import Cache
     S = settings.resolve(**RESOLVE | {"profile": "full", "tasks": ["ptb_char"], "hidden_size": 4,
                                 "epochs": 1, "max_train_tokens": 3000})
-    S.configs["ptb_char"] = replace(S.configs["ptb_char"], emb=4, schedule=None)
+    S.configs["ptb_char"] = replace(S.configs["ptb_char"], emb=4, schedule=None, max_eval_tokens=2000)
     td = train.load_task("ptb_char", S)
     cache = Cache(tmp_path)
     summary = train.fit(cache, S, td, "lstm", False, S.seeds[0])
