@@ -236,6 +236,9 @@ def test_every_stack_trains_on_the_settings_device(task, monkeypatch):
         def cached_batch(self, name, configs, compute):
             self.configs = configs
             compute(configs)
+
+        def put(self, name, config, result, seconds=None):  # the run's weights
+            assert "cuda" not in json.dumps(config)
     cache = Cache()
     train.train_group(cache, S, train.TaskData(task, {}, 8, 8), [(task, "rnn", False, 0, {})])
     assert seen == [torch.device("cuda")] and "cuda" not in json.dumps(cache.configs)
