@@ -96,18 +96,19 @@ SUMMARY = Summary(
          "prose. Symmetric, balanced students converge slowly (a loss of 1e-10 needs 2e5 to 4e5 "
          "steps), so judging needs a loss gate; GRU students scatter so widely that a stable median "
          "needs 16 of them per k; which assumptions §5.2 dropped is unknown.",
-    full_cost="Not measured: no full run has finished. Its pieces are committed as they end "
-              "(paper_scale.md): at the present results version 1,147 students (the sweeps at d = 20 "
-              "and 50 with C11's and C12's runs, 222 of 350 at d = 100, and C10's sizes 8 to 200), 4 "
-              "to 34 s a piece on one CPU thread. The 128 left at d = 100 include the non-symmetric "
-              "students of the d_hat = 4 teacher, which at d = 20 and 50 ran their whole "
-              "4,000,000-step budget: a 64-student chunk of them ran at 280 to 420 steps a second on "
-              "one thread (7 December 2026), so about 3 to 4 hours a chunk. On one H200 (4 December "
-              "2026) its first 64-run chunk at d = 20 reached step 181,389 of 200,001 in 223 s (about "
-              "1.1 ms a step, launch-bound); from that speed the 17 chunks of the sweep before issue "
-              "43 would take at most about 12 hours on one GPU (an estimate). Left besides: C10's d = "
-              "400, E2's diagonal students and the two GRU sweeps (full size: about 1.5 hours each on "
-              "one thread, from their first steps).",
+    full_cost="Not finished. Its pieces are committed as they end (paper_scale.md): at the present "
+              "results version 1,177 linear students (the sweeps at d = 20 and 50 with C11's and "
+              "C12's runs, 222 of 350 at d = 100, and C10's sizes 8 to 400), 4 to 105 s a piece on "
+              "one CPU thread, and C8's first GRU sweep (5,956 s on one thread, 7 December "
+              "2026). The 128 left at d = 100 include the non-symmetric students of the d_hat = 4 "
+              "teacher, which at d = 20 and 50 ran their whole 4,000,000-step budget: a 64-student "
+              "chunk of them started at 280 to 420 steps a second on one thread and ran at about "
+              "1,070 by its 37th minute (7 December 2026), so 1.5 to 2 hours a chunk (an estimate). "
+              "On one H200 (4 December 2026) its first 64-run chunk at d = 20 reached step 181,389 of "
+              "200,001 in 223 s (about 1.1 ms a step, launch-bound); from that speed the 17 chunks of "
+              "the sweep before issue 43 would take at most about 12 hours on one GPU (an estimate). "
+              "Left besides: E2's diagonal students and the long-memory teacher's GRU sweep (about "
+              "as long as the first).",
 )
 
 
