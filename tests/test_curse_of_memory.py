@@ -832,6 +832,9 @@ def test_full_text_quotes_the_full_run_or_says_it_has_not_reached_a_claim():
     assert "median ratio is 400 (per seed 100 to 900)" in text["full_c5"] and "40 times" in text["full_c5"]
     assert "spans 1e+03 across τ" in text["full_c7"] and "a factor 3.16 below the rule's line" in text["full_c7"]
     assert "grows by 1.2e+04 for c-diag" in text["full_c8"] and "0.95 for the LRU" in text["full_c8"]
+    assert "with c-diag 8.3 times short of the paper's" in text["full_c8"]
+    full["C7"].value["max/min over tau"]["layer"] = 10 ** 3.5 * 2  # above the line: said so
+    assert "a factor 2.00 above the rule's line" in report.full_text(full)["full_c7"]
     assert "off by 1.31 against its tolerance 1.2: the check *fails*" in text["full_c9"]
     assert "a factor of 60" in text["full_c10"] and "(ratio 0.50" in text["full_c10"] and "*reproduced*" in text["full_c10"]
 

@@ -120,6 +120,7 @@ def print_status(chapter: str, root: Path) -> None:
     """Which pieces (results cache entries) of ``chapter``'s runs in ``root`` are done and what
     is left, with the measured cost per piece (:func:`rnnbook.cache.progress`)."""
     from rnnbook.cache import progress
+    from rnnbook.display import made_by_this_code
     directory, code = root / chapter / "cache", results_version(chapter)
     sweeps = progress(directory, code)
     print(f"{chapter}: {directory} (code version {code})")
@@ -140,7 +141,7 @@ def print_status(chapter: str, root: Path) -> None:
         print(f"  results: {r['claims']['total']} claims, "
               + (f"partial (stopped in: {part['stopped_in']})" if part else "a finished run")
               + f", {r.get('finished', '?')[:10]}, commit {r.get('commit', '?')}"
-              + ("" if r.get("versions", {}).get("rnnbook_results") == code
+              + ("" if made_by_this_code(chapter, r)
                  else ", of another results version: a run now recomputes it"))
     stale = [p for p in sweeps if not p.current]
     if stale:

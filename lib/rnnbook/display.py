@@ -111,8 +111,6 @@ def full_run_finished(chapter: str, root: Path = FULL_RESULTS_DIR) -> bool:
     """Whether ``<root>/<chapter>`` holds a finished full run (not a partial record, not a smoke
     run) made by code of this build's results version: nothing of the chapter's full profile is left
     to run (``python -m rnnbook status --unfinished``, ``bench/device_check.sh``)."""
-    from rnnbook.paths import results_version
-
     folder = root / chapter
     if not (folder / "run.json").is_file():
         return False
@@ -120,8 +118,7 @@ def full_run_finished(chapter: str, root: Path = FULL_RESULTS_DIR) -> bool:
         record = full_record(folder)
     except SmokeResults:
         return False
-    return (not record.get("partial")
-            and record.get("versions", {}).get("rnnbook_results") == results_version(chapter))
+    return not record.get("partial") and made_by_this_code(chapter, record)
 
 
 def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULTS_DIR) -> str:
@@ -189,16 +186,24 @@ def _partial(record: dict) -> str:
             "claims with no full value are not yet judged at this scale")
 
 
-def _stale(chapter: str, record: dict) -> str:
-    """A note when the code that computes ``chapter``'s results changed since its full run (the run
-    record's results version is not this build's, :func:`rnnbook.paths.results_version`); else ''."""
+def made_by_this_code(chapter: str, record: dict) -> bool:
+    """Whether a run record of ``chapter`` names this build's results version
+    (:func:`rnnbook.paths.results_version`; a record from before versions were kept counts as so)."""
     from rnnbook.paths import results_version
 
-    made, now = record.get("versions", {}).get("rnnbook_results"), results_version(chapter)
-    if made in (None, now):
+    return record.get("versions", {}).get("rnnbook_results") in (None, results_version(chapter))
+
+
+def _stale(chapter: str, record: dict) -> str:
+    """A note when the code that computes ``chapter``'s results changed since its full run
+    (:func:`made_by_this_code`); else ''."""
+    from rnnbook.paths import results_version
+
+    if made_by_this_code(chapter, record):
         return ""
-    return (f". The code that computes them has changed since (results version {made}, now "
-            f"{now}): a rerun would recompute them, and may differ")
+    return (f". The code that computes them has changed since (results version "
+            f"{record['versions']['rnnbook_results']}, now {results_version(chapter)}): a rerun "
+            "would recompute them, and may differ")
 
 
 def full_verdict(full: Claim, quick: Claim | None) -> str:
