@@ -192,16 +192,16 @@ def test_sweep_by_seed_stores_a_piece_per_seed_and_resumes(tmp_path):
     spec, rnn = models.ModelSpec("LRU", "diag", 8), models.ModelSpec("RNN", "dense", 8)
     cfgs = [models.RunCfg(sp, nu, lr, sd) for sp, lr in ((spec, 1e-2), (rnn, 1e-3)) for nu in (0.5, 0.9)
             for sd in (1, 0)]
-    one = models.sweep(Cache(tmp_path / "one", "v"), "s", cfgs, replace(S, by_seed=False), "cpu", iter)
+    one = models.sweep(Cache(tmp_path / "one", "v"), "ladder", cfgs, replace(S, by_seed=False), "cpu", iter)
     cache = Cache(tmp_path / "pieces", "v")
-    rows = models.sweep(cache, "s", cfgs, S, "cpu", iter)
-    assert len(list((tmp_path / "pieces").glob("s-*.npz"))) == 2 and cache.misses == 2
+    rows = models.sweep(cache, "ladder", cfgs, S, "cpu", iter)
+    assert len(list((tmp_path / "pieces").glob("ladder-*.npz"))) == 2 and cache.misses == 2
     for c, a, b in zip(cfgs, rows, one):
         assert (a["model"], a["seed"], a["nu0"]) == (b["model"], b["seed"], b["nu0"]) == (c.spec.name, c.seed, c.nu0)
         assert abs(a["final"] / b["final"] - 1) < 1e-5
-    next(iter((tmp_path / "pieces").glob("s-*.npz"))).unlink()
+    next(iter((tmp_path / "pieces").glob("ladder-*.npz"))).unlink()
     again = Cache(tmp_path / "pieces", "v")
-    redo = models.sweep(again, "s", cfgs, S, "cpu", iter)
+    redo = models.sweep(again, "ladder", cfgs, S, "cpu", iter)
     assert [r["final"] for r in redo] == [r["final"] for r in rows] and (again.hits, again.misses) == (1, 1)
 
 

@@ -1006,6 +1006,69 @@ def test_chapter_code_version_leaves_out_the_other_chapters():
     assert len({paths.code_version(c) for c in paths.chapters()}) == len(files)
 
 
+def _fake_library(tmp_path, monkeypatch) -> Path:
+    """A library with one chapter "ch": models (piece "train") on theory, curvature (piece "hess") on
+    models, experiments imported by models for annotations only, and figures."""
+    lib = tmp_path / "lib" / "rnnbook"
+    files = {"__init__.py": "", "claims.py": "X = 1\n", "ch/__init__.py": "",
+             "ch/theory.py": "T = 1\n", "ch/experiments.py": "E = 1\n", "ch/plots.py": "P = 1\n",
+             "ch/models.py": "from typing import TYPE_CHECKING\nfrom rnnbook.ch.theory import T\n"
+                             "if TYPE_CHECKING:\n    from rnnbook.ch.experiments import E\n"
+                             "PIECES = ('train',)\n",
+             "ch/curvature.py": "from rnnbook.ch import models\nPIECES = ('hess', 'f7')\n"}
+    for rel, text in files.items():
+        (lib / rel).parent.mkdir(parents=True, exist_ok=True)
+        (lib / rel).write_text(text)
+    (tmp_path / "chapters").mkdir()
+    (tmp_path / "chapters" / "ch.md").write_text("")
+    monkeypatch.setattr(paths, "LIB_DIR", lib)
+    monkeypatch.setattr(paths, "CHAPTERS_DIR", tmp_path / "chapters")
+    return lib
+
+
+def _versions() -> tuple[str, dict[str, str]]:
+    for f in (paths.results_version, paths.piece_versions):
+        f.cache_clear()
+    return paths.results_version("ch"), paths.piece_versions("ch")
+
+
+def test_piece_versions_follow_the_modules_that_compute_them(tmp_path, monkeypatch):
+    """Issue 46/47: a piece a module declares (``PIECES``) is keyed by the modules it runs, so a change
+    to another module of the chapter keeps it (C6's or F8's code without the 4 h of training)."""
+    lib = _fake_library(tmp_path, monkeypatch)
+    try:
+        chapter, pieces = _versions()
+        assert set(pieces) == {"train", "hess", "f7"} and pieces["hess"] == pieces["f7"] != pieces["train"]
+        assert chapter not in pieces.values()
+        for rel, moved in (("ch/curvature.py", {"hess", "f7"}), ("ch/experiments.py", set()),
+                           ("ch/plots.py", set()), ("ch/theory.py", {"train", "hess", "f7"}),
+                           ("claims.py", {"train", "hess", "f7"})):
+            before = _versions()
+            (lib / rel).write_text((lib / rel).read_text() + "# changed\n")
+            after = _versions()
+            assert {n for n in pieces if after[1][n] != before[1][n]} == moved, rel
+            assert (after[0] != before[0]) == (rel != "ch/plots.py"), rel  # the chapter's version moves
+    finally:
+        for f in (paths.results_version, paths.piece_versions):
+            f.cache_clear()
+
+
+def test_a_chapter_cache_keys_declared_pieces_by_their_version(tmp_path):
+    pieces = paths.piece_versions("curse_of_memory")
+    assert {"teacher_student", "ladder", "e1", "f6", "f12", "hessians", "f7", "learn_theta"} <= set(pieces)
+    code = paths.results_version("curse_of_memory")
+    c = cache_mod.Cache(tmp_path, code)  # as a chapter's run opens it
+    assert c.code_for("hessians") == pieces["hessians"] != code and c.code_for("other") == code
+    c.put("hessians", {"a": 1}, {"x": np.ones(2)})
+    assert json.loads(c.path("hessians", {"a": 1}).with_suffix(".json").read_text())["code_version"] == \
+        pieces["hessians"]
+    assert cache_mod.Cache(tmp_path, "elsewhere").pieces == {}
+    assert [p.current for p in cache_mod.progress(tmp_path, code)] == []  # no plan yet
+    c.plan("hessians", [{"a": 1}])
+    assert [p.current for p in cache_mod.progress(tmp_path, code, pieces)] == [True]
+    assert [p.current for p in cache_mod.progress(tmp_path, code)] == [False]
+
+
 def _plots(rel: str) -> bool:
     """Whether the library file ``rel`` (relative to lib/rnnbook) is a chapter's figures module."""
     return paths.presentation_only(paths.LIB_DIR / rel) and "/" in rel

@@ -19,7 +19,7 @@ from rnnbook.params import ParameterError
 from rnnbook.execute import (EXECUTED_DIR, FIGURES_EXPORT, RUN_RECORD, PartialRunError, build_book,
                              execute_chapter, execute_many, export_figures, partial_record,
                              seed_book_cache, survey_chapter)
-from rnnbook.paths import FULL_RESULTS_DIR, chapters, default_results_dir, results_version
+from rnnbook.paths import FULL_RESULTS_DIR, chapters, default_results_dir, piece_versions, results_version
 
 
 def parse_value(text: str):
@@ -122,7 +122,7 @@ def print_status(chapter: str, root: Path) -> None:
     from rnnbook.cache import progress
     from rnnbook.display import made_by_this_code
     directory, code = root / chapter / "cache", results_version(chapter)
-    sweeps = progress(directory, code)
+    sweeps = progress(directory, code, piece_versions(chapter))
     print(f"{chapter}: {directory} (code version {code})")
     if not sweeps:
         print("  no sweep planned yet: nothing run, or run before plans were recorded")

@@ -1,16 +1,17 @@
 """Results cache for long computations (all chapters); its entries are the pieces of a full run.
 
 An entry is keyed by a hash of its name, its configuration and the results version
-(:func:`rnnbook.paths.results_version`; a chapter's own in a chapter's cache), so a change to
-either is a miss, never a stale hit. Entries are ``.npz`` files of plain arrays (loaded with
-``allow_pickle=False``) written atomically and byte for byte the same for the same arrays, with a
-JSON sidecar that names the entry (name, configuration, code version), holds its SHA-256 and the
-seconds its computation took. An entry whose sidecar is missing, names another entry or whose bytes
-differ from its checksum is refused with a :class:`PieceError` naming the file, never used. A sweep
-cached entry by entry resumes where it stopped; it first writes its plan (``plans/``: every entry it
-will hold), so that ``python -m rnnbook status`` can say what is done and what is left
-(:func:`progress`); with an executor (:mod:`rnnbook.engine`) its chunks run as jobs that write their
-entries here.
+(:func:`rnnbook.paths.results_version`; a chapter's own in a chapter's cache, or, for a piece a
+chapter module declares, the version of the modules that compute it:
+:func:`rnnbook.paths.piece_versions`), so a change to either is a miss, never a stale hit. Entries
+are ``.npz`` files of plain arrays (loaded with ``allow_pickle=False``) written atomically and byte
+for byte the same for the same arrays, with a JSON sidecar that names the entry (name,
+configuration, code version), holds its SHA-256 and the seconds its computation took. An entry whose
+sidecar is missing, names another entry or whose bytes differ from its checksum is refused with a
+:class:`PieceError` naming the file, never used. A sweep cached entry by entry resumes where it
+stopped; it first writes its plan (``plans/``: every entry it will hold), so that ``python -m
+rnnbook status`` can say what is done and what is left (:func:`progress`); with an executor
+(:mod:`rnnbook.engine`) its chunks run as jobs that write their entries here.
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ import numpy as np
 
 from rnnbook import engine
 from rnnbook.claims import atomic_write, to_json
-from rnnbook.paths import results_version
+from rnnbook.paths import piece_versions_of, results_version
 
 Result = dict[str, Any]
 
@@ -52,16 +53,22 @@ def canonical(value: Any) -> str:
 class Cache:
     """A directory of cached results."""
 
-    def __init__(self, directory: Path, code: str | None = None):
+    def __init__(self, directory: Path, code: str | None = None, pieces: dict[str, str] | None = None):
         """``code``: the version the entries are keyed by (default: the whole library's results
-        version)."""
+        version); ``pieces``: the version of each piece name keyed otherwise (default: the
+        :func:`~rnnbook.paths.piece_versions` of the chapter whose results version ``code`` is)."""
         self.directory = Path(directory)
         self.code = code or results_version()
+        self.pieces = piece_versions_of(self.code) if pieces is None else dict(pieces)
         self.hits = 0
         self.misses = 0
 
+    def code_for(self, name: str) -> str:
+        """The version the entries of piece ``name`` are keyed by."""
+        return self.pieces.get(name, self.code)
+
     def path(self, name: str, config: dict) -> Path:
-        blob = json.dumps({"name": name, "config": to_json(config), "code": self.code},
+        blob = json.dumps({"name": name, "config": to_json(config), "code": self.code_for(name)},
                           sort_keys=True)
         return self.directory / f"{name}-{hashlib.sha256(blob.encode()).hexdigest()[:20]}.npz"
 
@@ -73,7 +80,7 @@ class Cache:
             return None
         data = path.read_bytes()
         side = self._sidecar(path)
-        expected = {"name": name, "config": to_json(config), "code_version": self.code}
+        expected = {"name": name, "config": to_json(config), "code_version": self.code_for(name)}
         foreign = [k for k, v in expected.items() if canonical(side.get(k)) != canonical(v)]
         if foreign:
             raise PieceError(path, f"its sidecar names another entry ({', '.join(foreign)} differ)")
@@ -101,7 +108,7 @@ class Cache:
             if a.dtype.hasobject or k in ("file", "allow_pickle"):
                 raise TypeError(f"cannot cache {k!r}: results are plain arrays with plain names")
         data = npz_bytes(arrays)
-        side = {"name": name, "config": to_json(config), "code_version": self.code,
+        side = {"name": name, "config": to_json(config), "code_version": self.code_for(name),
                 "sha256": hashlib.sha256(data).hexdigest(), "seconds": seconds,
                 "made": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         # the sidecar first: a run killed between the two writes leaves no entry, not an unnamed one
@@ -112,7 +119,7 @@ class Cache:
         """Record that a sweep will hold the entries of ``configs`` (for :func:`progress`)."""
         files = sorted(self.path(name, c).name for c in configs)
         key = hashlib.sha256(json.dumps(files).encode()).hexdigest()[:12]
-        plan = {"name": name, "code_version": self.code, "entries": files}
+        plan = {"name": name, "code_version": self.code_for(name), "entries": files}
         path = self.directory / "plans" / f"{name}-{key}.json"
         if not path.exists():
             atomic_write(path, json.dumps(plan, indent=1).encode())
@@ -140,7 +147,7 @@ class Cache:
             if executor.kind == "local":  # no process idles
                 size = min(size, share)
             chunks = [[configs[i] for i in todo[s:s + size]] for s in range(0, len(todo), size)]
-            engine.run(partial(compute_chunk, self.directory, self.code, name, compute), chunks,
+            engine.run(partial(compute_chunk, self.directory, self.code_for(name), name, compute), chunks,
                        lambda chunk: all(self.path(name, c).exists() for c in chunk),
                        self.directory / "jobs", executor, label=name)
             return [r or self.get(name, c) for r, c in zip(results, configs)]
@@ -206,9 +213,11 @@ class SweepProgress:
         return None if self.per_piece is None else self.per_piece * (self.total - self.done)
 
 
-def progress(directory: Path, code: str) -> list[SweepProgress]:
+def progress(directory: Path, code: str, pieces: dict[str, str] | None = None) -> list[SweepProgress]:
     """Every sweep planned in the cache at ``directory`` (:meth:`Cache.plan`): its finished
-    entries, their measured cost and whether the plan is of code version ``code``."""
+    entries, their measured cost and whether the plan is of code version ``code`` (or, for a
+    piece name in ``pieces``, of its version there)."""
+    pieces = pieces or {}
     out = []
     for plan_file in sorted((Path(directory) / "plans").glob("*.json")):
         plan = json.loads(plan_file.read_text())
@@ -218,6 +227,7 @@ def progress(directory: Path, code: str) -> list[SweepProgress]:
         times = [s["seconds"] for s in sides if s.get("seconds") is not None]
         size = sum(f.stat().st_size + f.with_suffix(".json").stat().st_size for f in done
                    if f.with_suffix(".json").exists())
-        out.append(SweepProgress(plan["name"], plan["code_version"] == code, len(done),
-                                 len(plan["entries"]), sum(times), len(times), size))
+        current = plan["code_version"] == pieces.get(plan["name"], code)
+        out.append(SweepProgress(plan["name"], current, len(done), len(plan["entries"]), sum(times),
+                                 len(times), size))
     return out

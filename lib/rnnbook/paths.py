@@ -1,6 +1,7 @@
 """Where the book, its chapters and its results live (all chapters)."""
 from __future__ import annotations
 
+import ast
 import hashlib
 import os
 from functools import cache
@@ -91,6 +92,82 @@ def results_version(chapter: str | None = None) -> str:
     modules, so that a fix to how results are shown does not throw away hours of finished runs,
     while any change to code that computes them is a miss, never a stale hit."""
     return _hash(version_files(chapter, results=True))
+
+
+# A chapter module's module-level tuple of the results-cache pieces it computes (e.g. ``PIECES =
+# ("hessians", "f7")``): such a piece is keyed by :func:`piece_versions`, the version of the modules
+# that compute it only, so that a change elsewhere in the chapter's package keeps it.
+PIECES = "PIECES"
+
+
+def declared_pieces(path: Path) -> tuple[str, ...]:
+    """The piece names a module declares in its :data:`PIECES` tuple (read from its source)."""
+    for node in ast.parse(path.read_text()).body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == PIECES):
+            return tuple(ast.literal_eval(node.value))
+    return ()
+
+
+def _module_file(dotted: str) -> Path | None:
+    """The library file of the module ``rnnbook.<...>`` (a package's ``__init__.py``), if any."""
+    base = LIB_DIR.joinpath(*dotted.split(".")[1:])
+    return next((p for p in (base.with_suffix(".py"), base / "__init__.py") if p.is_file()), None)
+
+
+def _runtime_nodes(tree: ast.AST):
+    """The nodes of ``tree`` but those under ``if TYPE_CHECKING:`` (imports for annotations only)."""
+    for node in ast.iter_child_nodes(tree):
+        test = getattr(node, "test", None) if isinstance(node, ast.If) else None
+        if not (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"
+                or isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"):
+            yield node
+            yield from _runtime_nodes(node)
+
+
+def imported_files(path: Path) -> set[Path]:
+    """``path`` and the library files it imports at run time, directly or not (each package's
+    ``__init__.py`` with its modules): the code a piece computed in ``path`` can run."""
+    seen: set[Path] = set()
+    todo = [path]
+    while todo:
+        file = todo.pop()
+        if file in seen:
+            continue
+        seen.add(file)
+        names = [".".join(("rnnbook", *file.relative_to(LIB_DIR).parent.parts))]  # its package
+        for node in _runtime_nodes(ast.parse(file.read_text())):
+            if isinstance(node, ast.Import):
+                names += [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names += [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "rnnbook":
+                todo += [f for i in range(2, len(parts) + 1) if (f := _module_file(".".join(parts[:i])))]
+    return seen
+
+
+@cache
+def piece_versions(chapter: str) -> dict[str, str]:
+    """For each piece a module of ``chapter``'s package declares (:data:`PIECES`), the version it
+    is keyed by: :func:`results_version`'s files less the chapter packages' modules that the
+    declaring module does not import (:func:`imported_files`). Other pieces are keyed by the
+    chapter's :func:`results_version`."""
+    files = version_files(chapter, results=True)
+    versions = {}
+    for module in sorted((LIB_DIR / chapter).glob("*.py")):
+        names = declared_pieces(module)
+        if names:
+            used = imported_files(module)
+            own = _hash([p for p in files if chapter_of(p) is None or p in used])
+            versions.update(dict.fromkeys(names, own))
+    return versions
+
+
+def piece_versions_of(code: str) -> dict[str, str]:
+    """:func:`piece_versions` of the chapter whose :func:`results_version` is ``code`` (none: {})."""
+    return next((piece_versions(c) for c in chapters() if results_version(c) == code), {})
 
 
 FULL_RESULTS_DIR = BOOK_ROOT / "data" / "results" / "full"  # committed full-profile results

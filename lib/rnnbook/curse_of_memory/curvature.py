@@ -17,6 +17,10 @@ import torch
 from rnnbook.curse_of_memory.models import ModelSpec, kernel, kernel_error
 from rnnbook.curse_of_memory.theory import CDTYPE, DTYPE, S, ar1_inputs, f_corr, gamma_loss_1d, loss_1d
 
+# results-cache pieces the chapter computes with this module's functions (C6's Hessians, F7, F8),
+# keyed by this module's version (and those it imports): rnnbook.paths.PIECES
+PIECES = ("hessians", "f7", "learn_theta")
+
 
 # ============================================================================ K7
 def block_H(lam: np.ndarray, b: np.ndarray, c: np.ndarray, rho: float) -> np.ndarray:

@@ -27,6 +27,10 @@ from rnnbook.curse_of_memory.theory import DTYPE
 if TYPE_CHECKING:
     from rnnbook.curse_of_memory.experiments import Settings
 
+# results-cache pieces trained here (:func:`sweep`), keyed by this module's version (and those it
+# imports): rnnbook.paths.PIECES
+PIECES = ("teacher_student", "ladder", "e1")
+
 
 TEACHER_SEED = 42  # spec §3: the teacher is fixed, run seeds vary the student and the data only
 THETA0 = 3.14  # max_phase of the author repository
@@ -472,6 +476,8 @@ def sweep(cache, name: str, cfgs: Sequence[RunCfg], S: Settings, device, progres
     so a stopped run keeps every finished seed and an executor can run seeds side by side; else
     (quick) all seeds are one program. A run's result does not depend on its program: the runs of
     a seed draw the same input batches wherever they train (:func:`train`)."""
+    if name not in PIECES:  # its entries are keyed by this module's version only
+        raise ValueError(f"name: {name!r} is not a piece this module declares; allowed: {', '.join(PIECES)}")
     steps = steps or S.steps
     batch = batch or S.batch
     runs: dict[int, list[RunCfg]] = {}

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 
+PIECES = ("f6", "f12")  # results-cache pieces computed here (f6_run, f12_run): rnnbook.paths.PIECES
 SUB_RHO0 = (0.332, 0.0431)  # spec §8: weights of the white and the slow component
 SUB_RHO = (0.0, 0.997)  # their lag-1 correlations
 NORMS = ("none", "layer", "batch")

@@ -33,6 +33,8 @@ from rnnbook.extrapolation.experiments import INIT_SCALE, LR, TEACHERS
 from rnnbook.extrapolation.train import RunConfig, init_student, run_seed, train_students
 from rnnbook.learning_dynamics import theory as ld
 
+PIECES = ("S4",)  # the results-cache piece the chapter computes with train(): rnnbook.paths.PIECES
+
 NORM = 2.0  # L = 2 tau E (tau = 1): the normalisation between the two losses
 CONVENTIONS = ("T-i", "i-1")  # s_i = h_{T-i} (ours, derived) and a wrong one (a test)
 

@@ -50,6 +50,8 @@ from rnnbook.extrapolation.train import FREEZE_LOSS, RunConfig, run_seed, train_
 from rnnbook.learning_dynamics import theory as ld
 from rnnbook.synthesis.regulariser import crossover_prediction
 
+PIECES = ("S3",)  # the results-cache piece the chapter computes with sweep(): rnnbook.paths.PIECES
+
 DIVERGE = 10.0  # the trainer's divergence flag: loss above 10x its initial value
 
 

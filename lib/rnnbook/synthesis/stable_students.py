@@ -29,6 +29,8 @@ from rnnbook.extrapolation.theory import teacher_impulse
 from rnnbook.extrapolation.train import RunConfig, run_seed, train_students
 from rnnbook.stable_models.constraints import spectral_norm
 
+PIECES = ("S2",)  # the results-cache piece the chapter computes with train(): rnnbook.paths.PIECES
+
 
 @dataclass(frozen=True)
 class Settings:
