@@ -372,6 +372,23 @@ def test_learn_theta_batched_equals_single():
     assert np.allclose(both["loss"][1], one["loss"][0], rtol=1e-12)
 
 
+def test_angle_parametrisations_start_at_lambda0_and_opt_gets_stuck():
+    """F8: every parametrisation starts at Fig. 7's λ0 and recovers λ* at its ω*; under the notebook's
+    sign descent opt stops in a valley far from λ* (the paper: near 20; exp's convergence is C12's),
+    and the Hessian there has the steep ω_ν walls of F7's reading."""
+    for name in curvature.ANGLE_PARAMS:
+        for lam in (curvature.F8_LAM0, curvature.F8_LAM_STAR):
+            w = curvature.angle_omega(name, lam)
+            k = torch.tensor([curvature.ANGLE_PARAMS.index(name)])
+            got = complex(curvature.angle_param(k, *torch.tensor([[w[0]], [w[1]]], dtype=torch.float64))[0])
+            assert abs(got - lam) < 1e-12, name
+        assert float(curvature.angle_loss(name, *curvature.angle_omega(name, curvature.F8_LAM_STAR))) < 1e-9
+    r = curvature.learn_theta(["opt"], [False], 1500)
+    assert r["loss"][0, -1] > 10 and np.ptp(r["loss"][0, -100:]) < 0.01 * r["loss"][0, -1]  # stopped
+    H = curvature.angle_hessian("opt", r["traj"][0, -1])
+    assert H[0, 0] > 1e3 * H[1, 1] > 0
+
+
 def test_c11_check_can_fail():
     assert experiments.c11_check([1, 4, 16, 32], [2.0, 0.1, 0.05, 1e-3], True)["passed"]
     assert not experiments.c11_check([1, 4, 16, 32], [2.0, 0.1, 0.05, 0.1], True)["passed"]  # 20x only

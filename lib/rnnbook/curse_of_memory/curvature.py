@@ -108,7 +108,7 @@ def param_lambda(name: str, w_nu: torch.Tensor, w_theta: torch.Tensor) -> torch.
     if name == "exp":
         return torch.exp(torch.complex(-torch.exp(w_nu), torch.exp(w_theta)))
     nu = torch.tanh(w_nu)
-    return torch.polar(nu, (1 - nu ** 2) / (nu * torch.sqrt(1 + nu ** 2)) * w_theta)
+    return torch.polar(nu, opt_theta(nu, w_theta))
 
 
 def omega_of(name: str, nu: float, theta: float) -> tuple[float, float]:
@@ -280,31 +280,62 @@ def hessian_check(hs: Sequence[dict[str, np.ndarray]]) -> dict:
 
 
 # ============================================================================ F8: learning θ (C12)
-def angle_param(polar: torch.Tensor, w_nu: torch.Tensor, w_theta: torch.Tensor) -> torch.Tensor:
-    """Fig. 7 parametrisations (spec §9), per run: polar :math:`\\tanh(\\omega_\\nu)e^{i\\omega_\\theta}`
-    where ``polar`` is True, exp :math:`\\tanh(\\omega_\\nu)e^{ie^{\\omega_\\theta}}` elsewhere."""
-    return torch.polar(torch.tanh(w_nu), torch.where(polar, w_theta, torch.exp(w_theta)))
+ANGLE_PARAMS = ("polar", "exp", "opt")  # Fig. 7's panels, left to right
+F8_LAM_STAR, F8_LAM0 = 0.99 * np.exp(1j * np.pi / 100), 0.99 * np.exp(1j * np.pi / 4)  # Fig. 7's target, start
+
+
+def angle_param(kind: torch.Tensor, w_nu: torch.Tensor, w_theta: torch.Tensor) -> torch.Tensor:
+    """Fig. 7 parametrisations (spec §9), per run (``kind``: an index into :data:`ANGLE_PARAMS`):
+    :math:`\nu e^{i\theta}` with :math:`\nu=\tanh\omega_\nu` and polar :math:`\theta=\omega_\theta`,
+    exp :math:`\theta=e^{\omega_\theta}`, opt :math:`\theta=\frac{1-\nu^2}{\nu\sqrt{1+\nu^2}}\omega_\theta`
+    (the notebook's ``exp``, ``exp_exp`` and ``scaled_exp``)."""
+    nu = torch.tanh(w_nu)
+    theta = torch.where(kind == 0, w_theta, torch.where(kind == 1, torch.exp(w_theta), opt_theta(nu, w_theta)))
+    return torch.polar(nu, theta)
+
+
+def opt_theta(nu, w_theta):
+    """The opt parametrisation's phase (F7, F8): :math:`\theta=\frac{1-\nu^2}{\nu\sqrt{1+\nu^2}}\omega_\theta`."""
+    return (1 - nu ** 2) / (nu * (1 + nu ** 2) ** 0.5) * w_theta
+
+
+def angle_omega(name: str, lam: complex) -> tuple[float, float]:
+    """The inverse of :func:`angle_param`: :math:`(\omega_\nu, \omega_\theta)` of ``lam`` under ``name``."""
+    nu, theta = abs(lam), float(np.angle(lam))
+    return math.atanh(nu), {"polar": theta, "exp": math.log(theta), "opt": omega_of("opt", nu, theta)[1]}[name]
+
+
+def angle_loss(name: str, w_nu, w_theta, lam_star: complex = F8_LAM_STAR) -> torch.Tensor:
+    """F8's loss (K5, μ = 0, σ = 1) at :math:`(\omega_\nu,\omega_\theta)` (arrays of one shape)
+    under the parametrisation ``name`` (:func:`angle_param`)."""
+    w_nu, w_theta = torch.as_tensor(w_nu, dtype=DTYPE), torch.as_tensor(w_theta, dtype=DTYPE)
+    kind = torch.full(w_nu.shape, ANGLE_PARAMS.index(name))
+    return loss_1d(angle_param(kind, w_nu, w_theta), torch.tensor(lam_star, dtype=CDTYPE))
+
+
+def angle_hessian(name: str, w: Sequence[float]) -> np.ndarray:
+    """The 2 x 2 Hessian of :func:`angle_loss` in :math:`(\omega_\nu,\omega_\theta)` at ``w``
+    (F8: the valley the opt run stops in)."""
+    return torch.autograd.functional.hessian(lambda x: angle_loss(name, x[0], x[1]),
+                                             torch.tensor(w, dtype=DTYPE)).numpy()
 
 
 def learn_theta(names: Sequence[str], adams: Sequence[bool], steps: int, lr: float = 1e-3,
-                lam_star=0.99 * np.exp(1j * np.pi / 100), lam0=0.99 * np.exp(1j * np.pi / 4)
-                ) -> dict[str, np.ndarray]:
-    """F8: Adam on the 1-D loss (K5, μ = 0, σ = 1) in :math:`(\\omega_\\nu,\\omega_\\theta)` from λ0 to λ*,
-    one run per (``names[i]`` in polar / exp, ``adams[i]``), all runs batched. ``adams[i] = False``
-    reproduces ``figures/learn_theta.ipynb``, whose ``step`` discards the Adam state, so that every
-    update is Adam's first step :math:`\\eta g/(|g|+\\epsilon)` (sign descent). Returns the losses
-    (runs, steps) and the trajectories (runs, steps, 2)."""
-    polar = torch.tensor([n == "polar" for n in names])
+                lam_star: complex = F8_LAM_STAR, lam0: complex = F8_LAM0) -> dict[str, np.ndarray]:
+    """F8: Adam on the 1-D loss (K5, μ = 0, σ = 1) in :math:`(\omega_\nu,\omega_\theta)` from λ0 to λ*,
+    one run per (``names[i]`` in :data:`ANGLE_PARAMS`, ``adams[i]``), all runs batched. ``adams[i] =
+    False`` reproduces ``figures/learn_theta.ipynb``, whose ``step`` discards the Adam state, so that
+    every update is Adam's first step :math:`\eta g/(|g|+\epsilon)` (sign descent). Returns the
+    losses (runs, steps) and the trajectories (runs, steps, 2)."""
+    kind = torch.tensor([ANGLE_PARAMS.index(n) for n in names])
     adam = torch.tensor(list(adams))[:, None]
-    w_th0 = torch.where(polar, torch.tensor(float(np.angle(lam0)), dtype=DTYPE),
-                        torch.tensor(math.log(np.angle(lam0)), dtype=DTYPE))
-    w = torch.stack([torch.full_like(w_th0, math.atanh(abs(lam0))), w_th0], -1).requires_grad_()
+    w = torch.tensor([angle_omega(n, lam0) for n in names], dtype=DTYPE).requires_grad_()
     ls = torch.tensor(lam_star, dtype=CDTYPE)
     m, v = torch.zeros_like(w), torch.zeros_like(w)
     R = len(names)
     losses, traj = np.zeros((R, steps)), np.zeros((R, steps, 2))
     for k in range(1, steps + 1):
-        L = loss_1d(angle_param(polar, w[:, 0], w[:, 1]), ls)
+        L = loss_1d(angle_param(kind, w[:, 0], w[:, 1]), ls)
         g, = torch.autograd.grad(L.sum(), w)
         losses[:, k - 1], traj[:, k - 1] = L.detach().numpy(), w.detach().numpy()
         with torch.no_grad():

@@ -199,16 +199,41 @@ def plot_f5v(h: dict, k: int = 9) -> "plt.Figure":
     return fig
 
 
-def plot_f8(runs: dict[str, np.ndarray]) -> "plt.Figure":
-    """F8: loss along training for the polar and exp angle parametrisations (true Adam, and the
-    notebook's sign descent)."""
+# Fig. 7's contour windows in (omega_nu, omega_theta), as figures/learn_theta.ipynb draws them
+F8_WINDOWS = {"polar": ((1.5, 3.0), (-0.2, 1.2)), "exp": ((0.5, 3.0), (-5.0, 1.0)),
+              "opt": ((0.5, 3.0), (-20.0, 80.0))}
+
+
+def plot_f8(traj: dict[str, np.ndarray], loss: dict[str, np.ndarray], star: dict[str, tuple[float, float]],
+            loss_grid) -> "plt.Figure":
+    """F8 (Fig. 7): per parametrisation (columns), the loss over :math:`(\omega_\nu,\omega_\theta)` with
+    the trajectories (top; the notebook's window, widened to hold them) and the loss along training
+    (bottom), for the notebook's sign descent (black) and true Adam (orange, dashed). ``traj`` and
+    ``loss`` are keyed "<name>, <optimiser>"; ``loss_grid(name, W_nu, W_theta)`` is the loss there."""
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
-    for i, (name, loss) in enumerate(runs.items()):
-        ax.semilogy(np.clip(loss, 1e-15, None), color=f"C{i}", label=name, lw=1.2)
-    ax.set_xlabel("step")
-    ax.set_ylabel("loss (floored at 1e-15)")
-    ax.legend(fontsize=9)
+    from matplotlib.colors import LogNorm
+    names = list(F8_WINDOWS)
+    fig, axs = plt.subplots(2, 3, figsize=(12, 6.6), gridspec_kw={"height_ratios": [1, 0.7]})
+    styles = {"as in notebook": dict(color="black", lw=1.4, label="sign descent (the notebook's)"),
+              "Adam": dict(color="C1", lw=1.2, ls="--", label="true Adam")}
+    norm = LogNorm(1e-2, 1e2)
+    for j, name in enumerate(names):
+        runs = {k.split(", ")[1]: k for k in traj if k.split(", ")[0] == name}
+        pts = np.concatenate([traj[k] for k in runs.values()] + [np.array([star[name]])])
+        (x0, x1), (y0, y1) = F8_WINDOWS[name]
+        x0, x1 = min(x0, pts[:, 0].min()), max(x1, pts[:, 0].max())
+        y0, y1 = min(y0, pts[:, 1].min()), max(y1, pts[:, 1].max())
+        X, Y = np.meshgrid(np.linspace(x0, x1, 300), np.linspace(y0, y1, 300))
+        c = axs[0, j].contourf(X, Y, np.clip(loss_grid(name, X, Y), 1e-2, 1e2), levels=np.logspace(-2, 2, 41),
+                               cmap="Blues_r", norm=norm)
+        for opt, k in runs.items():
+            axs[0, j].plot(traj[k][:, 0], traj[k][:, 1], **styles[opt])
+            axs[1, j].semilogy(np.clip(loss[k], 1e-15, None), **styles[opt])
+        axs[0, j].plot(*star[name], marker="*", color="gold", ms=12, mec="black", zorder=5)
+        axs[0, j].set(title=name, xlabel=r"$\omega_\nu$", ylabel=r"$\omega_\theta$")
+        axs[1, j].set(xlabel="step", ylabel="loss (floored at 1e-15)", ylim=(1e-16, 1e3))
+    fig.colorbar(c, ax=axs[0, :], ticks=[1e-2, 1e-1, 1, 10, 100], label="loss")
+    axs[1, 0].legend(fontsize=9)
     return fig
 
 
