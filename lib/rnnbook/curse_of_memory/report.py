@@ -89,7 +89,7 @@ FINDINGS = [
     Finding("Fig. 7", "under the notebook's sign descent the polar loss oscillates between about "
             "1e-3 and 1e-1, the exp loss settles near 1e-4, the opt loss stays near 20; loss "
             "contours with the trajectories", "F8, C12", "same",
-            "exp ends at 7.2e-5, polar swings by 142, opt stops at 16.9 where the paper's does "
+            "exp ends at 7.2e-5, polar swings by 142, opt stops at 16.8 where the paper's does "
             "(deterministic); true Adam, our addition, damps the oscillation; the opt run stops in "
             "a valley of F7's unbounded ω_ν-curvature (our reading, checked on the run)"),
     Finding("Fig. 8", "|S(λ, λ0, ρ)| on the disc for λ0 = 0.99e^{iπ/4}, drawn with the notebook's "
