@@ -523,3 +523,28 @@ def test_survey_text_quotes_the_survey():
     assert (text["c4_survey_max"], text["c4_survey_zeros"]) == ("8.0e-17", "2")
     assert text["c1_at_survey"] == "0.011 to 0.5 at $\\hat d$ = 1"
 
+
+
+def test_full_text_quotes_the_full_run_or_says_it_has_not_reached_a_claim():
+    """Issue 47: the sentences at C1, C2, C8 and C10 that quote the committed full run, from toy
+    claims (NaN medians of unconverged k left out); without them each says it is not reached."""
+    assert all("has not reached this claim" in t for t in report.full_text({}).values())
+    tol = "(a) median eps >= 0.1 for 2 <= k < 2 d_hat; (b) <= 0.01 for k > 2 d_hat"
+    cells = {"d_hat=2, d=50": {"median_eps": {"1": 0.9, "2": 0.8, "3": 3.0, "5": 0.004, "6": "nan"}},
+             "d_hat=1, d=100": {"median_eps": {"1": 1.0, "3": 0.007}}}
+    full = {"C1": Claim("C1", "s", "src", cells, tol, "reproduced", True),
+            "C10": Claim("C10", "s", "src", {"d=8": {"median_eps": {"3": 4.0, "5": 0.01}},
+                                             "d=400": {"median_eps": {"3": 5.0, "5": 0.02}}}, tol,
+                         "not reproduced", False),
+            "C8": Claim("C8", "s", "src", {"k_small": 2, "ratio_small": 1.0, "k_large": 12, "ratio_large": 0.3,
+                                           "beyond_large": 0.25, "max_train_rel_loss": 1e-3,
+                                           "long-memory teacher": {"ratio_small": 1.1, "ratio_large": 0.4,
+                                                                   "beyond_large": 0.5, "max_train_rel_loss": 2e-3}},
+                        "t", "reproduced", True)}
+    text = report.full_text(full)
+    assert "C1 is *reproduced* over 2 cells ($d$ = 50, 100)" in text["full_c1"]
+    assert "below the line is 0.8 (rule: at least 0.1), and the largest above it 0.007 (tolerance 0.01)" \
+        in text["full_c1"]
+    assert "*not reproduced*" in text["full_c10"] and "0.01 at $d$ = 8, 0.02 at $d$ = 400" in text["full_c10"]
+    assert "the long-memory teacher's 1.10 and 0.40 (0.50 beyond)" in text["full_c8"]
+    assert "has not reached" in text["full_c2"]

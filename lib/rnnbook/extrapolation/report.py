@@ -10,6 +10,8 @@ only" is the best a row can be. Ranges quoted in the notes are those of the comm
 claims table. Rows with nothing of ours are the "Coverage" list of the third review
 (``../shared/papers/extrapolation.review3.md``, 5 December 2026).
 """
+import re
+
 from rnnbook.report import Finding, Summary
 
 FINDINGS = [
@@ -138,3 +140,63 @@ def survey_text(survey: dict[str, dict]) -> dict[str, str]:
             "c4_survey_max": f"{max(c4):.1e}", "c4_survey_zeros": str(sum(c == 0 for c in c4)),
             "c1_at_survey": "; ".join(f"{_span(m)} at $\\hat d$ = {d_hat}"
                                       for d_hat, m in sorted(at_line.items()))}
+
+
+def _medians(cell: dict, d_hat: int) -> tuple[list[float], list[float]]:
+    """One (d̂, d) cell of C1, C2 or C10 (:func:`~rnnbook.extrapolation.experiments.transition_check`'s
+    recorded value): the finite median ε_q below the line (2 <= k < 2d̂) and above it (k > 2d̂)."""
+    med = {int(k): float(v) for k, v in cell["median_eps"].items()}
+    finite = {k: v for k, v in med.items() if v == v}
+    return ([v for k, v in finite.items() if 2 <= k < 2 * d_hat],
+            [v for k, v in finite.items() if k > 2 * d_hat])
+
+
+def _cell(group: str) -> dict[str, int]:
+    """A cell's name in C1, C2 or C10's value ("d_hat=2, d=20", "d=50") as numbers (d̂ = 2 if absent)."""
+    return {"d_hat": 2, **{k: int(v) for k, v in (p.split("=") for p in group.replace(" ", "").split(","))}}
+
+
+def _transition_sentence(cid: str, claim) -> str:
+    cells = {g: c for g, c in claim.value.items() if isinstance(c, dict) and "median_eps" in c}
+    below, above = [], []
+    for g, c in cells.items():
+        b, a = _medians(c, _cell(g)["d_hat"])
+        below, above = below + b, above + a
+    sizes = sorted({_cell(g)["d"] for g in cells})
+    tol = re.search(r"\(b\) <= ([0-9.e+-]+)", claim.tolerance)
+    low = (f"the smallest median $\\epsilon_q$ below the line is {min(below):.2g} (rule: at least 0.1)"
+           if below else "no $k$ below the line converged")
+    high = (f"the largest above it {max(above):.2g} (tolerance {tol.group(1) if tol else 'in the closing table'})"
+            if above else "no $k$ above it converged")
+    text = (f"In the full profile's run {cid} is *{claim.verdict}* over {len(cells)} cells ($d$ = "
+            f"{', '.join(map(str, sizes))}): {low}, and {high}")
+    if cid == "C10" and above:  # does the small rise of eps_q with d go on?
+        top = {_cell(g)["d"]: c["median_eps"][max(c["median_eps"], key=int)] for g, c in cells.items()}
+        text += ("; at the largest $k$ the median by size is "
+                 + ", ".join(f"{float(m):.2g} at $d$ = {d}" for d, m in sorted(top.items())))
+    return text + "."
+
+
+def _c8_sentence(claim) -> str:
+    v = claim.value
+    long = v.get("long-memory teacher")
+    text = (f"In the full profile's run ($k$ = 1 to {v['k_large']}) C8 is *{claim.verdict}*: the decaying "
+            f"teacher's ratio is {v['ratio_small']:.2f} at $k$ = {v['k_small']} and {v['ratio_large']:.2f} "
+            f"at $k$ = {v['k_large']} ({v['beyond_large']:.2f} beyond the window)")
+    if isinstance(long, dict):
+        text += (f"; the long-memory teacher's {long['ratio_small']:.2f} and {long['ratio_large']:.2f} "
+                 f"({long['beyond_large']:.2f} beyond), its worst train rel. loss {long['max_train_rel_loss']:.2g}")
+    return text + "."
+
+
+def full_text(full: dict) -> dict[str, str]:
+    """Sentences, as Markdown, that quote the committed full-profile claims (``full``: id ->
+    :class:`~rnnbook.claims.Claim`, :func:`rnnbook.display.full_claims`) where the chapter's text
+    says what only the full profile can show: C1 and C2 at d = 50 and 100 and d̂ = 3, 4
+    (``full_c1``, ``full_c2``), C10 up to d = 400 (``full_c10``), C8 on the grid k = 1 … 12 and the
+    long-memory teacher (``full_c8``); each says so where the full run has not reached its claim."""
+    make = {"C1": lambda c: _transition_sentence("C1", c), "C2": lambda c: _transition_sentence("C2", c),
+            "C10": lambda c: _transition_sentence("C10", c), "C8": _c8_sentence}
+    return {f"full_{cid.lower()}": f(full[cid]) if cid in full else
+            "The full profile's run has not reached this claim yet (no full results are committed)."
+            for cid, f in make.items()}
