@@ -638,6 +638,49 @@ def test_status_command(tmp_path, capsys):
     assert "unknown chapters ['nope']" in capsys.readouterr().err
 
 
+def test_collect_copies_this_codes_small_pieces_and_prune_drops_the_rest(tmp_path):
+    """Issue 47: what a finished piece needs to be committed: this code's entries (and plans) the
+    committed cache lacks, none over the size limit and no model weights; prune drops other versions'."""
+    run, committed = tmp_path / "run", tmp_path / "committed"
+    c = Cache(run, "v")
+    c.cached_batch("linear", CONFIGS[:2], Counter())
+    c.put("big", {"a": 1}, {"x": np.zeros(1000)})
+    c.put("net-weights", {"a": 1}, {"x": np.zeros(2)})
+    Cache(run, "old").put("linear", {"a": 2}, {"x": np.zeros(2)})
+    got = cache_mod.collect(run, committed, "v", limit=4000)
+    assert sorted(got["added"]) == sorted([c.path("linear", x).name for x in CONFIGS[:2]]
+                                          + [f"plans/{p.name}" for p in (run / "plans").glob("*.json")])
+    assert {n for n, _ in got["too large"]} == {c.path("big", {"a": 1}).name, c.path("net-weights", {"a": 1}).name}
+    assert Cache(committed, "v").get("linear", CONFIGS[0]) is not None
+    assert cache_mod.collect(run, committed, "v", limit=4000)["added"] == []  # nothing twice
+    Cache(committed, "old").put("linear", {"a": 2}, {"x": np.zeros(2)})
+    assert cache_mod.prune(committed, "v") == [Cache(committed, "old").path("linear", {"a": 2}).name]
+    assert len(list(committed.glob("*.npz"))) == 2 and cache_mod.prune(committed, "v") == []
+
+
+def test_collect_command_takes_results_of_the_default_full_run_only(tmp_path, capsys):
+    """``collect`` copies the run record, claims and figures only of a full run of this code with
+    default parameters (pieces always), and refuses a smoke run before copying anything."""
+    source, into = tmp_path / "run" / "synthesis", tmp_path / "full"
+    Cache(source / "cache", paths.results_version("synthesis")).put("S9", {"a": 1}, {"x": np.zeros(2)})
+    (source / "figures").mkdir()
+    (source / "figures" / "S1.png").write_bytes(b"png")
+    (source / "claims.json").write_text("[]")
+    record = {"chapter": "synthesis", "profile": "full", "parameters": {"profile": "full", "d": [20]},
+              "versions": {"rnnbook_results": paths.results_version("synthesis")}, "commit": "abc",
+              "claims": {"total": 0, "passed": 0}}
+    (source / "run.json").write_text(json.dumps(record))
+    args = ["collect", "synthesis", "--results-dir", str(tmp_path / "run"), "--into", str(into)]
+    assert cli.main(args) == 0 and "its results stay out: parameters d" in capsys.readouterr().out
+    assert len(list((into / "synthesis" / "cache").glob("*.npz"))) == 1
+    assert not (into / "synthesis" / "run.json").exists()
+    (source / "run.json").write_text(json.dumps({**record, "parameters": {"profile": "full"}}))
+    assert cli.main(args) == 0 and (into / "synthesis" / "figures" / "S1.png").read_bytes() == b"png"
+    (source / "run.json").write_text(json.dumps({**record, "smoke": True}))
+    assert cli.main(args[:-1] + [str(tmp_path / "other")]) == 2
+    assert "smoke run" in capsys.readouterr().err and not (tmp_path / "other").exists()
+
+
 def test_changed_config_misses(tmp_path):
     c = Cache(tmp_path)
     f = Counter()

@@ -4,6 +4,7 @@
 ``python -m rnnbook survey <chapter> --seeds 0-4 [-p name value ...]``,
 ``python -m rnnbook status [chapter ...] [--results-dir DIR]``,
 ``python -m rnnbook partial <chapter> --results-dir DIR``,
+``python -m rnnbook collect <chapter> --results-dir DIR [--no-plans] [--prune]``,
 ``python -m rnnbook figures``, ``python -m rnnbook bench`` and ``python -m rnnbook seed-book-cache``."""
 from __future__ import annotations
 
@@ -163,6 +164,48 @@ def execute_defaults(names: list[str]) -> int:
     return 1 if any(errors) else 0
 
 
+RESULT_PARAMETERS = {"profile", "device", "threads"}  # a run given only these is the chapter's full run
+
+
+def collect_run(chapter: str, source: Path, target: Path, plans: bool = True, prune: bool = False) -> int:
+    """``python -m rnnbook collect``: the finished pieces of the run in ``source`` of this code that
+    ``target`` (a chapter's committed full results) lacks (:func:`rnnbook.cache.collect`), and its
+    run record, claims and figures if the record is this code's, of the full profile with default
+    parameters (a partial record too); with ``prune``, the committed pieces of other versions go."""
+    import json
+    import shutil
+    from rnnbook.cache import collect, prune as prune_cache
+    from rnnbook.claims import atomic_write
+    from rnnbook.display import SmokeResults, full_record, made_by_this_code
+    code, pieces = results_version(chapter), piece_versions(chapter)
+    try:
+        record = full_record(source) if (source / RUN_RECORD).is_file() else None
+    except SmokeResults as e:
+        print(f"collect: {e}; nothing copied", file=sys.stderr)
+        return 2
+    got = collect(source / "cache", target / "cache", code, pieces, plans=plans)
+    print(f"{chapter}: {len(got['added'])} files added to {target / 'cache'}"
+          + "".join(f"\n  left out (over 1 MB or weights): {n}, {b / 1e6:.1f} MB" for n, b in got["too large"]))
+    if prune:
+        gone = prune_cache(target / "cache", code, pieces)
+        print(f"  pruned {len(gone)} entries and plans of other code versions")
+    if record is None:
+        print("  no run record: pieces only")
+        return 0
+    extra = sorted(set(record.get("parameters", {})) - RESULT_PARAMETERS)
+    if record["profile"] != "full" or extra or not made_by_this_code(chapter, record):
+        print(f"  its results stay out: {'parameters ' + ', '.join(extra) if extra else 'another profile or code'}")
+        return 0
+    for name in (RUN_RECORD, "claims.json"):
+        atomic_write(target / name, (source / name).read_bytes())
+    shutil.rmtree(target / "figures", ignore_errors=True)
+    shutil.copytree(source / "figures", target / "figures")
+    part = record.get("partial")
+    print(f"  results: {record['claims']['total']} claims, {'a partial' if part else 'a finished'} run "
+          f"({json.dumps(record['commit'])})")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m rnnbook")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -212,6 +255,16 @@ def main(argv: list[str] | None = None) -> int:
                         "finished, so that its claims so far can be committed and shown as partial")
     pa.add_argument("chapter", choices=chapters())
     pa.add_argument("--results-dir", required=True, help="the run's results folder (its DIR/<chapter>/)")
+    co = sub.add_parser("collect", help="copy a full run's finished pieces of this code (at most 1 MB "
+                        "each, no model weights) and, if its record is this code's with default "
+                        "parameters, its results into data/results/full/<chapter>/, to commit")
+    co.add_argument("chapter", choices=chapters())
+    co.add_argument("--results-dir", required=True, help="the run's results folder (its DIR/<chapter>/)")
+    co.add_argument("--into", default=str(FULL_RESULTS_DIR), help=argparse.SUPPRESS)  # tests
+    co.add_argument("--no-plans", action="store_true",
+                    help="leave the sweeps' plans out (a run with -p parameters plans sweeps of its own)")
+    co.add_argument("--prune", action="store_true",
+                    help="also delete the committed pieces and plans of other code versions")
     sub.add_parser("figures", help="export the book's figures to _build/figures/<chapter>/")
     sub.add_parser("bench", help="run every bench/*.py and print their speed-up ratios")
     args = ap.parse_args(argv)
@@ -253,6 +306,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{folder / RUN_RECORD}: {record['claims']['total']} claims, {part['cells_completed']} of "
               f"{part['cells']} code cells completed; stopped in: {part['stopped_in']}")
         return 0
+    if args.command == "collect":
+        return collect_run(args.chapter, Path(args.results_dir) / args.chapter, Path(args.into) / args.chapter,
+                           plans=not args.no_plans, prune=args.prune)
     if args.command == "seed-book-cache":
         seeded = seed_book_cache()
         print("book reuses executions of:", ", ".join(seeded) or "none")

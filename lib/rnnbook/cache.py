@@ -11,7 +11,9 @@ sidecar is missing, names another entry or whose bytes differ from its checksum 
 :class:`PieceError` naming the file, never used. A sweep cached entry by entry resumes where it
 stopped; it first writes its plan (``plans/``: every entry it will hold), so that ``python -m
 rnnbook status`` can say what is done and what is left (:func:`progress`); with an executor
-(:mod:`rnnbook.engine`) its chunks run as jobs that write their entries here.
+(:mod:`rnnbook.engine`) its chunks run as jobs that write their entries here. :func:`collect`
+copies a run's finished entries into a chapter's committed cache, :func:`prune` drops those of
+other versions (``python -m rnnbook collect``).
 """
 from __future__ import annotations
 
@@ -231,3 +233,53 @@ def progress(directory: Path, code: str, pieces: dict[str, str] | None = None) -
         out.append(SweepProgress(plan["name"], current, len(done), len(plan["entries"]), sum(times),
                                  len(times), size))
     return out
+
+
+PIECE_LIMIT = 1_000_000  # bytes: the largest file the repository takes; larger pieces stay local
+WEIGHTS = "-weights"  # a piece whose name ends so holds model weights: never committed (.gitignore)
+
+
+def collect(source: Path, target: Path, code: str, pieces: dict[str, str] | None = None,
+            plans: bool = True, limit: int = PIECE_LIMIT) -> dict[str, list]:
+    """Copy into the cache at ``target`` (a chapter's committed one) the entries of the cache at
+    ``source`` (a run's) that are of this code (keyed by ``code``, or by ``pieces[name]``:
+    :meth:`Cache.code_for`) and that ``target`` lacks, sidecar first; with ``plans``, the plans of
+    this code that it lacks. Left out: entries over ``limit`` bytes and model weights
+    (:data:`WEIGHTS`). Returns the files "added" and those "too large" (name, bytes)."""
+    source, target, pieces = Path(source), Path(target), pieces or {}
+    out: dict[str, list] = {"added": [], "too large": []}
+    for side in sorted(source.glob("*.json")):
+        entry, meta = side.with_suffix(".npz"), json.loads(side.read_text())
+        if (meta.get("code_version") != pieces.get(meta.get("name"), code) or not entry.exists()
+                or (target / entry.name).exists()):
+            continue
+        if entry.stat().st_size > limit or meta["name"].endswith(WEIGHTS):
+            out["too large"].append((entry.name, entry.stat().st_size))
+            continue
+        target.mkdir(parents=True, exist_ok=True)
+        for f in (side, entry):
+            atomic_write(target / f.name, f.read_bytes())
+        out["added"].append(entry.name)
+    for plan in sorted((source / "plans").glob("*.json")) if plans else []:
+        meta = json.loads(plan.read_text())
+        if meta["code_version"] == pieces.get(meta["name"], code) and not (target / "plans" / plan.name).exists():
+            (target / "plans").mkdir(parents=True, exist_ok=True)
+            atomic_write(target / "plans" / plan.name, plan.read_bytes())
+            out["added"].append(f"plans/{plan.name}")
+    return out
+
+
+def prune(directory: Path, code: str, pieces: dict[str, str] | None = None) -> list[str]:
+    """Delete the entries and plans of the cache at ``directory`` that are of another code version
+    than ``code`` / ``pieces`` (:meth:`Cache.code_for`): no run of this code reads them. Returns
+    the entries' and plans' names."""
+    directory, pieces, gone = Path(directory), pieces or {}, []
+    for meta_file in sorted([*directory.glob("*.json"), *(directory / "plans").glob("*.json")]):
+        meta = json.loads(meta_file.read_text())
+        if meta.get("code_version") == pieces.get(meta.get("name"), code):
+            continue
+        entry = meta_file.with_suffix(".npz") if meta_file.parent == directory else meta_file
+        gone.append(entry.relative_to(directory).as_posix())
+        entry.unlink(missing_ok=True)
+        meta_file.unlink(missing_ok=True)
+    return gone
