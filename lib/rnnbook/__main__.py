@@ -172,7 +172,6 @@ def collect_run(chapter: str, source: Path, target: Path, plans: bool = True, pr
     ``target`` (a chapter's committed full results) lacks (:func:`rnnbook.cache.collect`), and its
     run record, claims and figures if the record is this code's, of the full profile with default
     parameters (a partial record too); with ``prune``, the committed pieces of other versions go."""
-    import json
     import shutil
     from rnnbook.cache import collect, prune as prune_cache
     from rnnbook.claims import atomic_write
@@ -202,7 +201,7 @@ def collect_run(chapter: str, source: Path, target: Path, plans: bool = True, pr
     shutil.copytree(source / "figures", target / "figures")
     part = record.get("partial")
     print(f"  results: {record['claims']['total']} claims, {'a partial' if part else 'a finished'} run "
-          f"({json.dumps(record['commit'])})")
+          f"(commit {record['commit']})")
     return 0
 
 

@@ -286,8 +286,8 @@ F8_LAM_STAR, F8_LAM0 = 0.99 * np.exp(1j * np.pi / 100), 0.99 * np.exp(1j * np.pi
 
 def angle_param(kind: torch.Tensor, w_nu: torch.Tensor, w_theta: torch.Tensor) -> torch.Tensor:
     """Fig. 7 parametrisations (spec §9), per run (``kind``: an index into :data:`ANGLE_PARAMS`):
-    :math:`\nu e^{i\theta}` with :math:`\nu=\tanh\omega_\nu` and polar :math:`\theta=\omega_\theta`,
-    exp :math:`\theta=e^{\omega_\theta}`, opt :math:`\theta=\frac{1-\nu^2}{\nu\sqrt{1+\nu^2}}\omega_\theta`
+    :math:`\\nu e^{i\\theta}` with :math:`\\nu=\\tanh\\omega_\\nu` and polar :math:`\\theta=\\omega_\\theta`,
+    exp :math:`\\theta=e^{\\omega_\\theta}`, opt :math:`\\theta=\\frac{1-\\nu^2}{\\nu\\sqrt{1+\\nu^2}}\\omega_\\theta`
     (the notebook's ``exp``, ``exp_exp`` and ``scaled_exp``)."""
     nu = torch.tanh(w_nu)
     theta = torch.where(kind == 0, w_theta, torch.where(kind == 1, torch.exp(w_theta), opt_theta(nu, w_theta)))
@@ -295,18 +295,18 @@ def angle_param(kind: torch.Tensor, w_nu: torch.Tensor, w_theta: torch.Tensor) -
 
 
 def opt_theta(nu, w_theta):
-    """The opt parametrisation's phase (F7, F8): :math:`\theta=\frac{1-\nu^2}{\nu\sqrt{1+\nu^2}}\omega_\theta`."""
+    """The opt parametrisation's phase (F7, F8): :math:`\\theta=\\frac{1-\\nu^2}{\\nu\\sqrt{1+\\nu^2}}\\omega_\\theta`."""
     return (1 - nu ** 2) / (nu * (1 + nu ** 2) ** 0.5) * w_theta
 
 
 def angle_omega(name: str, lam: complex) -> tuple[float, float]:
-    """The inverse of :func:`angle_param`: :math:`(\omega_\nu, \omega_\theta)` of ``lam`` under ``name``."""
+    """The inverse of :func:`angle_param`: :math:`(\\omega_\\nu, \\omega_\\theta)` of ``lam`` under ``name``."""
     nu, theta = abs(lam), float(np.angle(lam))
     return math.atanh(nu), {"polar": theta, "exp": math.log(theta), "opt": omega_of("opt", nu, theta)[1]}[name]
 
 
 def angle_loss(name: str, w_nu, w_theta, lam_star: complex = F8_LAM_STAR) -> torch.Tensor:
-    """F8's loss (K5, μ = 0, σ = 1) at :math:`(\omega_\nu,\omega_\theta)` (arrays of one shape)
+    """F8's loss (K5, μ = 0, σ = 1) at :math:`(\\omega_\\nu,\\omega_\\theta)` (arrays of one shape)
     under the parametrisation ``name`` (:func:`angle_param`)."""
     w_nu, w_theta = torch.as_tensor(w_nu, dtype=DTYPE), torch.as_tensor(w_theta, dtype=DTYPE)
     kind = torch.full(w_nu.shape, ANGLE_PARAMS.index(name))
@@ -314,7 +314,7 @@ def angle_loss(name: str, w_nu, w_theta, lam_star: complex = F8_LAM_STAR) -> tor
 
 
 def angle_hessian(name: str, w: Sequence[float]) -> np.ndarray:
-    """The 2 x 2 Hessian of :func:`angle_loss` in :math:`(\omega_\nu,\omega_\theta)` at ``w``
+    """The 2 x 2 Hessian of :func:`angle_loss` in :math:`(\\omega_\\nu,\\omega_\\theta)` at ``w``
     (F8: the valley the opt run stops in)."""
     return torch.autograd.functional.hessian(lambda x: angle_loss(name, x[0], x[1]),
                                              torch.tensor(w, dtype=DTYPE)).numpy()
@@ -322,10 +322,10 @@ def angle_hessian(name: str, w: Sequence[float]) -> np.ndarray:
 
 def learn_theta(names: Sequence[str], adams: Sequence[bool], steps: int, lr: float = 1e-3,
                 lam_star: complex = F8_LAM_STAR, lam0: complex = F8_LAM0) -> dict[str, np.ndarray]:
-    """F8: Adam on the 1-D loss (K5, μ = 0, σ = 1) in :math:`(\omega_\nu,\omega_\theta)` from λ0 to λ*,
+    """F8: Adam on the 1-D loss (K5, μ = 0, σ = 1) in :math:`(\\omega_\\nu,\\omega_\\theta)` from λ0 to λ*,
     one run per (``names[i]`` in :data:`ANGLE_PARAMS`, ``adams[i]``), all runs batched. ``adams[i] =
     False`` reproduces ``figures/learn_theta.ipynb``, whose ``step`` discards the Adam state, so that
-    every update is Adam's first step :math:`\eta g/(|g|+\epsilon)` (sign descent). Returns the
+    every update is Adam's first step :math:`\\eta g/(|g|+\\epsilon)` (sign descent). Returns the
     losses (runs, steps) and the trajectories (runs, steps, 2)."""
     kind = torch.tensor([ANGLE_PARAMS.index(n) for n in names])
     adam = torch.tensor(list(adams))[:, None]

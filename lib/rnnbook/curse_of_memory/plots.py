@@ -206,7 +206,7 @@ F8_WINDOWS = {"polar": ((1.5, 3.0), (-0.2, 1.2)), "exp": ((0.5, 3.0), (-5.0, 1.0
 
 def plot_f8(traj: dict[str, np.ndarray], loss: dict[str, np.ndarray], star: dict[str, tuple[float, float]],
             loss_grid) -> "plt.Figure":
-    """F8 (Fig. 7): per parametrisation (columns), the loss over :math:`(\omega_\nu,\omega_\theta)` with
+    """F8 (Fig. 7): per parametrisation (columns), the loss over :math:`(\\omega_\\nu,\\omega_\\theta)` with
     the trajectories (top; the notebook's window, widened to hold them) and the loss along training
     (bottom), for the notebook's sign descent (black) and true Adam (orange, dashed). ``traj`` and
     ``loss`` are keyed "<name>, <optimiser>"; ``loss_grid(name, W_nu, W_theta)`` is the loss there."""
