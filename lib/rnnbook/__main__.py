@@ -133,7 +133,8 @@ def print_status(chapter: str, root: Path) -> None:
         left = p.total - p.done
         print(f"  {p.name:<24} {p.done:>5}/{p.total:<5} done, {duration(p.per_piece)} per piece "
               f"(measured), {duration(p.left) if left else 'nothing'} left"
-              f"{' (estimate)' if left and p.left is not None else ''}, {p.size / 1e6:.1f} MB")
+              f"{' (at the mean of the pieces done: an estimate)' if left and p.left is not None else ''}, "
+              f"{p.size / 1e6:.1f} MB")
     record = root / chapter / RUN_RECORD
     if record.is_file():
         import json
