@@ -548,3 +548,17 @@ def test_full_text_quotes_the_full_run_or_says_it_has_not_reached_a_claim():
     assert "*not reproduced*" in text["full_c10"] and "0.01 at $d$ = 8, 0.02 at $d$ = 400" in text["full_c10"]
     assert "the long-memory teacher's 1.10 and 0.40 (0.50 beyond)" in text["full_c8"]
     assert "has not reached" in text["full_c2"]
+
+
+def test_c5_rule_can_fail():
+    """C5's control (review3): the rule passes an imbalance that falls like sigma^2 and rejects one
+    that falls only like sigma (the slope of no effect beyond the init's own scale) or not at all."""
+    scales = (1e-1, 1e-2, 1e-3)
+
+    def rows(power: float) -> list[dict]:
+        B = np.ones(4)
+        return [{"init_scale": s, "B": B, "C": B + np.eye(4)[0] * s ** power * seed_factor}
+                for s in scales for seed_factor in (0.5, 1.0, 2.0)]
+    assert experiments.imbalance_scaling(rows(2), scales)["passed"]
+    assert not experiments.imbalance_scaling(rows(1), scales)["passed"]
+    assert not experiments.imbalance_scaling(rows(0), scales)["passed"]

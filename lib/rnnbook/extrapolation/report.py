@@ -6,7 +6,7 @@ We read the paper's prose only (§1–3, the §4 and §5 introductions, §6; the
 ``../shared/papers/extrapolation.check.md`` say what was read): none of its figures, displays,
 theorem statements or Appendix B. No row can therefore be "same" for a number of the paper; "shape
 only" is the best a row can be. Ranges quoted in the notes are those of the committed seed survey
-(quick profile, 9 runs, 6 December 2026) unless a note says otherwise; the live values are in the
+(quick profile, 9 runs, 7 December 2026) unless a note says otherwise; the live values are in the
 claims table. Rows with nothing of ours are the "Coverage" list of the third review
 (``../shared/papers/extrapolation.review3.md``, 5 December 2026).
 """
