@@ -29,7 +29,7 @@ FINDINGS = [
             "profile): the line stays at 2d̂, and ε_q above it stays 3× or more under the "
             "tolerance though it rises a little with d (survey medians 0.0096–0.012 at d = 20, "
             "0.014–0.015 at d = 200); the full profile's sizes are not finished (its committed pieces: "
-            "d = 8, 20, 50 and 200, part of d = 100; d = 400 not started)"),
+            "d = 8, 20, 50, 200 and 400, and all but 64 students at d = 100)"),
     Finding("§3, Prop. 3", "an overparameterized student (d > k, d > d̂) can reach zero loss on "
             "length k and fail to extrapolate; not readable: the paper's construction", "C3, F6",
             "shape only",
@@ -78,8 +78,8 @@ FINDINGS = [
             "16 students per k at k = 2, 6, 10: the error relative to a silent student is 1.02 to "
             "1.06 at k = 2 and 0.24 to 0.42 at k = 10 (beyond the window 0.24 to 0.44; survey), "
             "hence 'partly'; our GRU setup. The spec's k grid "
-            "2, 4, ..., 10 and a long-memory teacher (λ̂ = 1) run in the full profile only, not yet "
-            "committed"),
+            "2, 4, ..., 10 and a long-memory teacher (λ̂ = 1) run in the full profile only (its GRU "
+            "sweeps are committed, its claims not yet)"),
     Finding("Appendix B", "not readable: implementation details and additional experiments", "",
             "not run", "we had no part of Appendix B"),
 ]
@@ -99,18 +99,16 @@ SUMMARY = Summary(
          "steps), so judging needs a loss gate; GRU students scatter so widely that a stable median "
          "needs 16 of them per k; which assumptions §5.2 dropped is unknown.",
     full_cost="Not finished. Its pieces are committed as they end (paper_scale.md): at the present "
-              "results version 1,177 linear students (the sweeps at d = 20 and 50 with C11's and "
-              "C12's runs, 222 of 350 at d = 100, and C10's sizes 8 to 400), 4 to 105 s a piece on "
-              "one CPU thread, and C8's first GRU sweep (5,956 s on one thread, 7 December "
-              "2026). The 128 left at d = 100 include the non-symmetric students of the d_hat = 4 "
-              "teacher, which at d = 20 and 50 ran their whole 4,000,000-step budget: a 64-student "
-              "chunk of them started at 280 to 420 steps a second on one thread and ran at about "
-              "1,070 by its 37th minute (7 December 2026), so 1.5 to 2 hours a chunk (an estimate). "
-              "On one H200 (4 December 2026) its first 64-run chunk at d = 20 reached step 181,389 of "
-              "200,001 in 223 s (about 1.1 ms a step, launch-bound); from that speed the 17 chunks of "
-              "the sweep before issue 43 would take at most about 12 hours on one GPU (an estimate). "
-              "Left besides: E2's diagonal students and the long-memory teacher's GRU sweep (about "
-              "as long as the first).",
+              "results version 1,241 of its 1,305 linear students (4 to 105 s a piece on one CPU "
+              "thread, most beside other runs), both GRU sweeps (5,956 and 5,698 s on one thread) "
+              "and E2 (19 and 20 s), 7 December 2026. Left: one 64-student chunk at d = 100, whose "
+              "non-symmetric students of the d_hat = 4 teacher run the whole 4,000,000-step budget "
+              "(the other chunk took 5,958 s, about half of it on half a core), then the claims. A "
+              "run of the full profile's other sizes (d = 20, 50) finds C1 and C2 inconclusive at "
+              "the full gate and tolerance (paper_scale.md). On one H200 (4 December 2026) a "
+              "64-run chunk at d = 20 reached step 181,389 of 200,001 in 223 s (about 1.1 ms a "
+              "step, launch-bound); the sweep's chunks in turn would take at most about 12 hours "
+              "there (an estimate).",
 )
 
 
