@@ -211,6 +211,13 @@ def plot_f8(traj: dict[str, np.ndarray], loss: dict[str, np.ndarray], star: dict
     (bottom), for the notebook's sign descent (black) and true Adam (orange, dashed). ``traj`` and
     ``loss`` are keyed "<name>, <optimiser>"; ``loss_grid(name, W_nu, W_theta)`` is the loss there."""
     import matplotlib.pyplot as plt
+    with plt.rc_context({"font.size": 13, "axes.titlesize": 14, "axes.labelsize": 13, "xtick.labelsize": 12,
+                         "ytick.labelsize": 12, "legend.fontsize": 12}):  # >= 9 px at the column's width
+        return _plot_f8(traj, loss, star, loss_grid)
+
+
+def _plot_f8(traj, loss, star, loss_grid) -> "plt.Figure":
+    import matplotlib.pyplot as plt
     from matplotlib.colors import LogNorm
     names = list(F8_WINDOWS)
     fig, axs = plt.subplots(2, 3, figsize=(12, 6.6), gridspec_kw={"height_ratios": [1, 0.7]})
@@ -234,7 +241,7 @@ def plot_f8(traj: dict[str, np.ndarray], loss: dict[str, np.ndarray], star: dict
         axs[0, j].set(title=name, xlabel=r"$\omega_\nu$", ylabel=r"$\omega_\theta$")
         axs[1, j].set(xlabel="step", ylabel="loss (floored at 1e-15)", ylim=(1e-16, 1e3))
     fig.colorbar(c, ax=axs[0, :], ticks=[1e-2, 1e-1, 1, 10, 100], label="loss")
-    axs[1, 0].legend(fontsize=9)
+    axs[1, 0].legend()
     return fig
 
 
