@@ -531,7 +531,7 @@ def test_full_text_quotes_the_full_run_or_says_it_has_not_reached_a_claim():
     assert all("has not reached this claim" in t for t in report.full_text({}).values())
     tol = "(a) median eps >= 0.1 for 2 <= k < 2 d_hat; (b) <= 0.01 for k > 2 d_hat"
     cells = {"d_hat=2, d=50": {"median_eps": {"1": 0.9, "2": 0.8, "3": 3.0, "5": 0.004, "6": "nan"}},
-             "d_hat=1, d=100": {"median_eps": {"1": 1.0, "3": 0.007}}}
+             "d_hat=1, d=100": {"median_eps": {"1": 1.0, "3": 0.007}, "converged_above": 0.4}}
     full = {"C1": Claim("C1", "s", "src", cells, tol, "reproduced", True),
             "C10": Claim("C10", "s", "src", {"d=8": {"median_eps": {"3": 4.0, "5": 0.01}},
                                              "d=400": {"median_eps": {"3": 5.0, "5": 0.02}}}, tol,
@@ -543,8 +543,8 @@ def test_full_text_quotes_the_full_run_or_says_it_has_not_reached_a_claim():
                         "t", "reproduced", True)}
     text = report.full_text(full)
     assert "C1 is *reproduced* over 2 cells ($d$ = 50, 100)" in text["full_c1"]
-    assert "below the line is 0.8 (rule: at least 0.1), and the largest above it 0.007 (tolerance 0.01)" \
-        in text["full_c1"]
+    assert "below the line is 0.8 (rule: at least 0.1), and the largest above it 0.007 (tolerance 0.01;" \
+        in text["full_c1"] and "in 1 of the cells fewer than two thirds" in text["full_c1"]
     assert "*not reproduced*" in text["full_c10"] and "0.01 at $d$ = 8, 0.02 at $d$ = 400" in text["full_c10"]
     assert "the long-memory teacher's 1.10 and 0.40 (0.50 beyond)" in text["full_c8"]
     assert "has not reached" in text["full_c2"]

@@ -11,6 +11,7 @@ claims table. Rows with nothing of ours are the "Coverage" list of the third rev
 (``../shared/papers/extrapolation.review3.md``, 5 December 2026).
 """
 import re
+from functools import partial
 
 from rnnbook.report import Finding, Summary
 
@@ -155,19 +156,24 @@ def _cell(group: str) -> dict[str, int]:
 
 
 def _transition_sentence(cid: str, claim) -> str:
+    """C1's, C2's or C10's sentence: its verdict over its cells, the extreme medians on both sides of
+    the line against the rule's bounds (read from its tolerance), the cells short of converged runs."""
     cells = {g: c for g, c in claim.value.items() if isinstance(c, dict) and "median_eps" in c}
     below, above = [], []
     for g, c in cells.items():
         b, a = _medians(c, _cell(g)["d_hat"])
         below, above = below + b, above + a
     sizes = sorted({_cell(g)["d"] for g in cells})
-    tol = re.search(r"\(b\) <= ([0-9.e+-]+)", claim.tolerance)
-    low = (f"the smallest median $\\epsilon_q$ below the line is {min(below):.2g} (rule: at least 0.1)"
+    bound = {r: m.group(1) if (m := re.search(rf"\({r}\)[^0-9]*([0-9.e+-]+)", claim.tolerance)) else "?"
+             for r in ("a", "b")}
+    low = (f"the smallest median $\\epsilon_q$ below the line is {min(below):.2g} (rule: at least {bound['a']})"
            if below else "no $k$ below the line converged")
-    high = (f"the largest above it {max(above):.2g} (tolerance {tol.group(1) if tol else 'in the closing table'})"
-            if above else "no $k$ above it converged")
+    high = (f"the largest above it {max(above):.2g} (tolerance {bound['b']}; the rule judges only the $k$ "
+            "whose runs all converge)" if above else "no $k$ above it converged")
+    short = sum(c.get("converged_above", 1.0) < 2 / 3 for c in cells.values())
     text = (f"In the full profile's run {cid} is *{claim.verdict}* over {len(cells)} cells ($d$ = "
-            f"{', '.join(map(str, sizes))}): {low}, and {high}")
+            f"{', '.join(map(str, sizes))}): {low}, and {high}; in {short} of the cells fewer than "
+            f"two thirds of the runs above the line reach the loss gate")
     if cid == "C10" and above:  # does the small rise of eps_q with d go on?
         top = {_cell(g)["d"]: c["median_eps"][max(c["median_eps"], key=int)] for g, c in cells.items()}
         text += ("; at the largest $k$ the median by size is "
@@ -193,8 +199,7 @@ def full_text(full: dict) -> dict[str, str]:
     says what only the full profile can show: C1 and C2 at d = 50 and 100 and d̂ = 3, 4
     (``full_c1``, ``full_c2``), C10 up to d = 400 (``full_c10``), C8 on the grid k = 1 … 12 and the
     long-memory teacher (``full_c8``); each says so where the full run has not reached its claim."""
-    make = {"C1": lambda c: _transition_sentence("C1", c), "C2": lambda c: _transition_sentence("C2", c),
-            "C10": lambda c: _transition_sentence("C10", c), "C8": _c8_sentence}
+    make = {**{cid: partial(_transition_sentence, cid) for cid in ("C1", "C2", "C10")}, "C8": _c8_sentence}
     return {f"full_{cid.lower()}": f(full[cid]) if cid in full else
             "The full profile's run has not reached this claim yet (no full results are committed)."
             for cid, f in make.items()}
