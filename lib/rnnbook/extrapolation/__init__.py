@@ -11,8 +11,10 @@ with state dimension ``d``, impulse response :math:`h_j = C A^j B`, a teacher of
   of an impulse response and a zero-loss student of short memory (C12), diagonal students' loss (E2).
 - :mod:`~rnnbook.extrapolation.train`: one student run (:class:`RunConfig`), its initialisation and
   the batched GD trainer of all runs; the diagonal students of E2.
+- :mod:`~rnnbook.extrapolation.sweeps`: the trained students through the results cache (linear,
+  GRU and E2's diagonal), the pieces it declares kept when the rest of the chapter changes.
 - :mod:`~rnnbook.extrapolation.experiments`: the chapter's parameters and default teachers, the
-  sweeps through the results cache, and the claim checks: C1, C2 (F1, F2), C3 (F6), C4 (F4), C5
+  sweeps' runs, and the claim checks: C1, C2 (F1, F2), C3 (F6), C4 (F4), C5
   (F5), C6 (its bound across runs and the rank link within them), C7, C8 (F3, with
   :mod:`rnnbook.gru`; a long-memory teacher in the full profile), C10 (F7), C11, C12, E1, E2, and
   the chapter's tables.

@@ -20,25 +20,15 @@ import torch
 
 from rnnbook import claims, params
 from rnnbook.display import table
-from rnnbook.extrapolation.theory import (DTYPE, conserved, hankel_rank, impulse_response, off_support_mass,
+from rnnbook.extrapolation.theory import (DTYPE, TEACHERS, conserved, hankel_rank, impulse_response, off_support_mass,
                                           prop3_student, short_memory_student, spectrum, tail_share,
                                           teacher_impulse, w1_distance)
-from rnnbook.extrapolation.train import (FREEZE_LOSS, STALL_DROP, STALL_WINDOW, VARIANTS, RunConfig,
-                                         init_student, run_seed, train_diagonal, train_students)
+from rnnbook.extrapolation.sweeps import (GRU_LENGTHS, GRU_LONG_TEACHER, GRU_TEACHER,  # the chapter's
+                                          diagonal_sweep, gru_sweep, train_sweep)  # through this module
+from rnnbook.extrapolation.train import (FREEZE_LOSS, INIT_SCALE, LR, STALL_DROP, STALL_WINDOW, VARIANTS,
+                                         RunConfig, init_student, run_seed, train_students)
 
 
-# The chapter's default near-zero init scale sigma and GD step eta (its parameter cell's init_scale
-# and lr; tests/test_notebooks.py checks that they agree), which the synthesis chapter reuses.
-INIT_SCALE = 1e-2
-LR = 1e-2
-
-# Default teachers (spec §4, our choice): each includes lam = 1, memory that never decays.
-TEACHERS: dict[int, tuple[tuple[float, ...], tuple[float, ...]]] = {
-    1: ((1.0,), (1.0,)),
-    2: ((1.0, -0.9), (0.5, 0.5)),
-    3: ((1.0, -0.9, 0.6), (0.4, 0.3, 0.3)),
-    4: ((1.0, -0.9, 0.6, -0.3), (0.3, 0.3, 0.2, 0.2)),
-}
 
 
 def moment_check(teachers: dict[int, tuple[Sequence[float], Sequence[float]]]) -> dict:
@@ -274,21 +264,6 @@ def reference_d_hat(teachers: dict) -> int:
     return 2 if 2 in teachers else max(teachers)
 
 
-def train_sweep(configs: Sequence[RunConfig], cache, progress, chunk_size: int | None,
-                device: str | torch.device = "cpu") -> list[dict]:
-    """Train (or load from the results cache) every run, one batched program per student size d on
-    ``device`` (the chapter's); returns :func:`run_rows` records in the order of ``configs``."""
-    results: dict[int, dict] = {}
-    for d in sorted({c.d for c in configs}):
-        idx = [i for i, c in enumerate(configs) if c.d == d]
-        got = cache.cached_batch(
-            "linear", [configs[i].__dict__ for i in idx],
-            lambda cfgs: train_students([RunConfig(**c) for c in cfgs], progress, device=device),
-            chunk_size=chunk_size)
-        results.update(zip(idx, got))
-    return run_rows(configs, [results[i] for i in range(len(configs))])
-
-
 def default_steps(d_hat: int, profile: str, variant: str = "sym_bal") -> int:
     """Step budget: the spec's (§4) 5e4 for d_hat <= 2, 1.5e5 for 3 and 3e5 for 4 and more, but 1e6
     for non-symmetric students from d_hat = 3 on (our trials: at d_hat = 3 their k = 7 runs need
@@ -306,11 +281,6 @@ def checkpoint_steps(steps: int, profile: str, scale: float = 1.0) -> tuple[int,
         return tuple(range(every, steps + 1, every)) or (steps,)  # a short -p steps: its last
     grid = [m * 10 ** e for e in range(3, 8) for m in (1, 3)]
     return tuple(t for t in grid if t < steps) + (steps,)
-
-
-def run_rows(configs: Sequence[RunConfig], results: Sequence[dict]) -> list[dict]:
-    """One flat record per run: its configuration and what it measured."""
-    return [{**c.__dict__, "d_hat": c.d_hat, **r} for c, r in zip(configs, results)]
 
 
 def select(rows: Sequence[dict], **where: object) -> list[dict]:
@@ -740,42 +710,6 @@ def memory_claim(run, rows: Sequence[dict], S: "Settings") -> dict:
 
 
 # ----------------------------------------------------------------------------- GRU (§5.3)
-GRU_TEACHER = ((0.9, -0.8), (0.5, 0.5))  # our choice (spec §3): d_hat = 2
-# C8's long-memory variant (issue 43, full profile): lam_hat = 1 as in every linear default teacher,
-# so the response never decays (our choice)
-GRU_LONG_TEACHER = ((1.0, -0.8), (0.5, 0.5))
-GRU_LENGTHS = (20, 40)
-
-
-def gru_sweep(cache, ks: Sequence[int], n_seeds: int, seed: int, hidden: int, steps: int,
-              batch: int, device, progress, teacher=GRU_TEACHER) -> dict[str, np.ndarray]:
-    """F3/C8: GRU students of ``teacher`` (lam, w) for every (k, seed), one batched program
-    (:mod:`rnnbook.gru`), cached. Returns flat arrays: k, train_rel_loss, rel_mse_L and beyond_L for
-    L in (20, 40), and the silent-beyond-k reference ref_L."""
-    from rnnbook.gru import reference_rel_mse, train_gru_students
-
-    teacher = (tuple(teacher[0]), tuple(teacher[1]))
-    h_hat = teacher_impulse(*teacher, max(GRU_LENGTHS))
-    run_k = [k for k in ks for _ in range(n_seeds)]
-    seeds = [run_seed(seed, "gru", k, i) if teacher == GRU_TEACHER else run_seed(seed, "gru", teacher, k, i)
-             for k in ks for i in range(n_seeds)]
-    config = {"teacher": teacher, "ks": run_k, "seeds": seeds, "hidden": hidden, "steps": steps,
-              "batch": batch}
-
-    def compute() -> dict[str, np.ndarray]:
-        res = train_gru_students(h_hat, run_k, seeds, hidden, steps, batch=batch, device=device,
-                                 progress=progress)
-        out = {"k": res.k, "seed_index": np.arange(len(run_k)) % n_seeds,
-               "train_rel_loss": res.train_rel_loss}
-        for L in GRU_LENGTHS:
-            out[f"rel_mse_{L}"] = res.rel_mse[L]
-            out[f"beyond_{L}"] = res.beyond_rel_mse[L]
-            out[f"ref_{L}"] = np.array([reference_rel_mse(h_hat, k, L) for k in res.k])
-        return out
-
-    return cache.cached("gru", config, compute)
-
-
 def gru_subset(res: dict[str, np.ndarray], n_seeds: int) -> dict[str, np.ndarray]:
     """The runs of the first ``n_seeds`` seeds of each k (seeds do not depend on how many ran)."""
     keep = res["seed_index"] < n_seeds
@@ -856,24 +790,6 @@ def diagonal_summary(res: dict[str, np.ndarray], gate: float, d_hat: int) -> dic
             "real_converged": sum(r["real: converged"] for r in above),
             "complex_converged": sum(r["complex: converged"] for r in above),
             "runs_above": sum(r["runs"] for r in above)}
-
-
-def diagonal_sweep(cache, lam: Sequence[float], w: Sequence[float], ks: Sequence[int],
-                   n_seeds: int, seed: int, d: int, steps: int, lr: float, init_scale: float,
-                   horizon_q: int, progress) -> dict[str, np.ndarray]:
-    """E2: real and complex diagonal students for every (k, seed), cached."""
-    run_k = [k for k in ks for _ in range(n_seeds)]
-    out: dict[str, np.ndarray] = {"k": np.array(run_k)}
-    for complex_ in (False, True):
-        seeds = [run_seed(seed, "E2", complex_, k, i) for k in ks for i in range(n_seeds)]
-        config = {"lam": lam, "w": w, "ks": run_k, "seeds": seeds, "d": d, "complex": complex_,
-                  "steps": steps, "lr": lr, "init_scale": init_scale, "q": horizon_q}
-        res = cache.cached("diagonal", config, lambda: train_diagonal(
-            teacher_impulse(lam, w, horizon_q), run_k, seeds, d, complex_, steps, lr,
-            init_scale, horizon_q, progress))
-        name = "complex" if complex_ else "real"
-        out.update({f"{name}_{key}": val for key, val in res.items()})
-    return out
 
 
 def settings_table(S: Settings, profile: str):

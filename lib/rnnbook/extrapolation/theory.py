@@ -22,6 +22,15 @@ DTYPE = torch.float64
 
 
 # ----------------------------------------------------------------------------- teachers, metrics
+# Default teachers (spec §4, our choice): each includes lam = 1, memory that never decays.
+TEACHERS: dict[int, tuple[tuple[float, ...], tuple[float, ...]]] = {
+    1: ((1.0,), (1.0,)),
+    2: ((1.0, -0.9), (0.5, 0.5)),
+    3: ((1.0, -0.9, 0.6), (0.4, 0.3, 0.3)),
+    4: ((1.0, -0.9, 0.6, -0.3), (0.3, 0.3, 0.2, 0.2)),
+}
+
+
 def teacher_impulse(lam: Sequence[float], w: Sequence[float], n: int) -> torch.Tensor:
     """Balanced diagonal teacher: :math:`\\hat h_j = \\sum_i \\hat w_i \\hat\\lambda_i^j`, j < n (§3)."""
     lam_t, w_t = torch.tensor(lam, dtype=DTYPE), torch.tensor(w, dtype=DTYPE)

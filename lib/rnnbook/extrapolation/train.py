@@ -22,6 +22,11 @@ from rnnbook.extrapolation.theory import (DTYPE, _powers, conserved, descend, di
 from rnnbook.stable_models.constraints import project_spectral_feasible
 
 
+# The chapter's default near-zero init scale sigma and GD step eta (its parameter cell's init_scale
+# and lr; tests/test_notebooks.py checks that they agree), which the synthesis chapter reuses.
+INIT_SCALE = 1e-2
+LR = 1e-2
+
 FREEZE_LOSS = 1e-10  # a run is frozen once L < 1e-10 (spec §3)
 # A run has stalled, and stops, when its loss fell by less than STALL_DROP over the last
 # STALL_WINDOW steps (our choice: the slowest converging runs of our trials, non-symmetric students

@@ -29,8 +29,8 @@ from scipy.optimize import least_squares
 
 from rnnbook import params
 from rnnbook.extrapolation import theory as ex
-from rnnbook.extrapolation.experiments import INIT_SCALE, LR, TEACHERS
-from rnnbook.extrapolation.train import RunConfig, init_student, run_seed, train_students
+from rnnbook.extrapolation.theory import TEACHERS
+from rnnbook.extrapolation.train import INIT_SCALE, LR, RunConfig, init_student, run_seed, train_students
 from rnnbook.learning_dynamics import theory as ld
 
 PIECES = ("S4",)  # the results-cache piece the chapter computes with train(): rnnbook.paths.PIECES

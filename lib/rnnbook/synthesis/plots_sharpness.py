@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rnnbook.extrapolation.experiments import TEACHERS
+from rnnbook.extrapolation.theory import TEACHERS
 from rnnbook.synthesis import sharpness
 
 

@@ -44,7 +44,7 @@ import torch
 
 from rnnbook import params
 from rnnbook.curse_of_memory import theory as com
-from rnnbook.extrapolation.experiments import TEACHERS
+from rnnbook.extrapolation.theory import TEACHERS
 from rnnbook.extrapolation.theory import DTYPE, impulse_response, population_loss, teacher_impulse
 from rnnbook.extrapolation.train import FREEZE_LOSS, RunConfig, run_seed, train_students
 from rnnbook.learning_dynamics import theory as ld

@@ -24,9 +24,8 @@ import numpy as np
 import torch
 
 from rnnbook import params
-from rnnbook.extrapolation.experiments import INIT_SCALE, LR, TEACHERS
-from rnnbook.extrapolation.theory import teacher_impulse
-from rnnbook.extrapolation.train import RunConfig, run_seed, train_students
+from rnnbook.extrapolation.theory import TEACHERS, teacher_impulse
+from rnnbook.extrapolation.train import INIT_SCALE, LR, RunConfig, run_seed, train_students
 from rnnbook.stable_models.constraints import spectral_norm
 
 PIECES = ("S2",)  # the results-cache piece the chapter computes with train(): rnnbook.paths.PIECES
