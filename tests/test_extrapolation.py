@@ -375,6 +375,7 @@ def test_smoke_is_the_full_profile_at_toy_sizes():
     ({"d_hat": [2], "teacher_eigs": [[1.2, 0.5]]}, "teacher_eigs"),
     ({"d_hat": [2], "teacher_weights": [[0.5, -0.5]]}, "teacher_weights"),
     ({"k_values": [0, 3]}, "k_values"), ({"lr": 0}, "lr"), ({"steps": 2.5}, "steps"),
+    ({"chunk_size": 0}, "chunk_size"),
     ({"k_values": [1, 2, 3, 4]}, "k_values"),  # no k = 2 d_hat + 1 = 5 for the reference teacher
 ])
 def test_resolve_refuses_bad_parameters(kw, name):

@@ -99,7 +99,7 @@ SMOKE = {"d": [12, 14], "d_sizes": [8, 14], "n_seeds": 2, "horizon_q": 20, "step
 
 def resolve(profile: str, d, d_hat, k_values, teacher_eigs, teacher_weights, init_scale: float,
             lr: float, steps, n_seeds, horizon_q, gru_hidden, gru_steps, d_sizes=None,
-            smoke: bool = False) -> Settings:
+            smoke: bool = False, chunk_size=None) -> Settings:
     """Check every chapter parameter, raising :class:`rnnbook.ParameterError` before any compute,
     and fill in the profile's defaults (with ``smoke``, the full profile's at the toy sizes of
     :data:`SMOKE`)."""
@@ -116,6 +116,8 @@ def resolve(profile: str, d, d_hat, k_values, teacher_eigs, teacher_weights, ini
     params.real("lr", lr, lo=0, lo_open=True)
     if steps is not None:
         steps = params.integer("steps", steps, lo=1)
+    if chunk_size is not None:
+        chunk_size = params.integer("chunk_size", chunk_size, lo=1)
     for name, given in (("teacher_eigs", teacher_eigs), ("teacher_weights", teacher_weights)):
         if given is not None and len(params.sequence(name, given)) != len(d_hat):
             raise params.ParameterError(name, given, f"None or one list per d_hat ({len(d_hat)})")
@@ -152,7 +154,7 @@ def resolve(profile: str, d, d_hat, k_values, teacher_eigs, teacher_weights, ini
         gru_batch=size("gru_batch", 128, 256),  # quick: half the spec's batch (our choice, shorter)
         gru_ks=size("gru_ks", [2, 6, 10], list(range(1, 13))),
         gru_seeds=toy.get("gru_seeds", 16),  # C8: 16 students per k
-        chunk_size=pick(None, 64), sizes=sizes, size_ks=size_ks,
+        chunk_size=chunk_size or pick(None, 64), sizes=sizes, size_ks=size_ks,
         size_steps=max(1, round(pick(25_000, FULL_SIZE_STEPS) * toy.get("step_scale", 1.0))),
         far_ks=pick((2, 3, 4, 5), (1, 2, 3, 4, 5, 6, 7)), gru_long=full, step_scale=toy.get("step_scale", 1.0))
 
@@ -361,7 +363,7 @@ def record_transitions(run, checks: dict[str, dict], S: "Settings", cid: str, st
     judged on (b) and (c), and its value says so. Returns the verdict."""
     verdict = group_verdict([c["verdict"] for c in checks.values()])
     value = {name: {
-        "median_eps": c["median_eps"], "converged_above": c["converged_frac_above"],
+        "verdict": c["verdict"], "median_eps": c["median_eps"], "converged_above": c["converged_frac_above"],
         "(a)": (f"judged at k = {', '.join(map(str, c['judged_below']))}" if c["judged_below"]
                 else "not testable (no k with 2 <= k < 2 d_hat)" if not c["a_testable"]
                 else "no converged k below the line")}
