@@ -165,7 +165,8 @@ def execute_defaults(names: list[str]) -> int:
     return 1 if any(errors) else 0
 
 
-RESULT_PARAMETERS = {"profile", "device", "threads"}  # a run given only these is the chapter's full run
+RESULT_PARAMETERS = {"profile", "device", "threads", "chunk_size"}  # a run given only these (how the
+# work is split and where it runs, not what it computes) is the chapter's full run
 
 
 def collect_run(chapter: str, source: Path, target: Path, plans: bool = True, prune: bool = False) -> int:
