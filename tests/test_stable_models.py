@@ -816,13 +816,21 @@ def test_survey_margins_of_the_committed_survey():
 
 
 def test_survey_ranges_quote_the_extremes_over_runs():
-    """The C6, C8 and C9 ranges the text glues from the committed survey: min to max over its runs."""
+    """The ranges the text glues from the committed survey: min to max over its runs (C5, C6, C8 to
+    C14)."""
     run = lambda w2, w32, drops, a2, a32, r: {  # noqa: E731
         "C9": {"‖W‖₂ k=2": w2, "‖W‖₂ k=32": w32, "‖W‖₂ drop per seed": drops,
                "NLL(stable) − NLL(unstable), k=2": a2, "NLL(stable) − NLL(unstable), k=32": a32},
         "C8": {"r*": r}, "C6": {"char RNN gap (bpc)": 0.2, "ptb_char LSTM relative cost": 0.17,
                                 "ptb_char RNN relative cost": 0.1},
-        "C5": {"jsb/rnn cost (nats)": -0.1, "jsb/lstm cost (nats)": 0.05, "jsb memory effect (nats)": 0.1}}
+        "C5": {"jsb/rnn cost (nats)": -0.1, "jsb/lstm cost (nats)": 0.05, "jsb memory effect (nats)": 0.1},
+        "C10": {"unstable RNN g(20)/g(1)": 4e-6, "control, LSTM with its forget gate shut: g(20)/g(1)": 3e-12,
+                "at initialisation: LSTM g(20)/g(1)": 5e-5, "at initialisation: RNN g(20)/g(1)": 3e-7},
+        "C11": {"unstable RNN": 0.05, "unstable LSTM": 0.02, "memory effect (nats)": 0.1 * r / 8},
+        "C12": {f"RNN first rise / later growth, k={k}": x for k, x in ((5, 1.0), (10, 0.3), (40, 1e-5))}
+        | {"RNN control (reference drift): first rise / later growth": 3.2},
+        "C14": {"r*": r // 4, "Ŝ_r": {"1": 1.2, "4": 0.9 + r / 160, "16": 0.6},
+                "control Ŝ_r (fork LSTM)": {"16": 1.05, "64": 1.1}}}
     out = experiments.survey_ranges({"seed 0": run(3.4, 2.9, [0.3, 0.7], -0.04, -0.2, 16),
                                      "seed 1": run(3.3, 2.8, [0.5], 0.02, 0.1, 8) | {"C13": {"r*": 64}}})
     assert out["c9_mean_drop"] == "0.50 to 0.50" and out["c9_seed_drop"] == "0.30 to 0.70"
@@ -832,6 +840,9 @@ def test_survey_ranges_quote_the_extremes_over_runs():
     assert out["c13_r"] == "64 to 64"  # runs made before C13 are left out
     assert (out["c5_jsb_rnn"], out["c5_jsb_lstm"]) == ("-0.10 to -0.10", "0.50 to 0.50")
     assert out["c6_lstm_over_rnn"] == "1.7 to 1.7"
+    assert out["c10_ctrl20"] == "3e-12 to 3e-12" and out["c11_frac"] == "0.50"  # seed 1: 0.05 / 0.1
+    assert (out["c12_k5"], out["c12_k40"], out["c12_ctrl"]) == ("1.00 to 1.00", "1e-05", "3.2 to 3.2")
+    assert out["c14_rstar"] == "2 in 1 run, 4 in 1 (seed 0, where Ŝ at r = 1 is 1.20)"
 
 
 # ---------------------------------------------------------------------------- the claims' records (issue 42)

@@ -777,7 +777,10 @@ def survey_ranges(survey: dict[str, dict]) -> dict[str, str]:
     RNN is better at k = 32, C8's r* and its factor, the char RNN's gap and the char LSTM's relative
     cost over the char RNN's (C6), C5's JSB costs (the
     RNN's in nats, the LSTM's as a fraction of the memory effect), C13's r* (runs that lack it, made before C13
-    existed, are left out; "—" if none has it)."""
+    existed, are left out; "—" if none has it), C10's g(20)/g(1) (trained RNN, control, both models at
+    initialisation), C11's largest spread as a fraction of the memory effect, C12's first rise over
+    later growth (k = 5, 10, 40 and the control) and C14's Ŝ_16, r* per run and the control's Ŝ_16
+    and Ŝ_64."""
     def span(xs, fmt: str) -> str:
         return f"{min(xs):{fmt}} to {max(xs):{fmt}}" if xs else "—"
     c9 = [v["C9"] for v in survey.values()]
@@ -800,7 +803,34 @@ def survey_ranges(survey: dict[str, dict]) -> dict[str, str]:
                                 if "jsb/rnn cost (nats)" in v["C5"]], "+.2f"),
             "c5_jsb_lstm": span([v["C5"]["jsb/lstm cost (nats)"] / v["C5"]["jsb memory effect (nats)"]
                                  for v in survey.values() if "jsb/lstm cost (nats)" in v["C5"]], ".2f"),
-            "c13_r": span([v["C13"]["r*"] for v in survey.values() if "C13" in v], "d")}
+            "c13_r": span([v["C13"]["r*"] for v in survey.values() if "C13" in v], "d"),
+            **{f"c10_{key}": span([v["C10"][name] for v in survey.values()], ".0e") for key, name in (
+                ("rnn20", "unstable RNN g(20)/g(1)"), ("ctrl20", "control, LSTM with its forget gate shut: g(20)/g(1)"),
+                ("init_lstm20", "at initialisation: LSTM g(20)/g(1)"), ("init_rnn20", "at initialisation: RNN g(20)/g(1)"))},
+            "c11_frac": f"{max(max(v['C11']['unstable RNN'], v['C11']['unstable LSTM']) / v['C11']['memory effect (nats)'] for v in survey.values()):.2f}",
+            **{f"c12_k{k}": span([v["C12"][f"RNN first rise / later growth, k={k}"] for v in survey.values()], ".2f")
+               for k in (5, 10)},
+            "c12_k40": f"{max(v['C12']['RNN first rise / later growth, k=40'] for v in survey.values()):.0e}",
+            "c12_ctrl": span([v["C12"]["RNN control (reference drift): first rise / later growth"]
+                              for v in survey.values()], ".1f"),
+            "c14_s16": span([v["C14"]["Ŝ_r"]["16"] for v in survey.values()], ".2f"),
+            "c14_rstar": _r_star_counts({k: v["C14"] for k, v in survey.items()}),
+            **{f"c14_ctrl{r}": span([v["C14"]["control Ŝ_r (fork LSTM)"][r] for v in survey.values()], ".2f")
+               for r in ("16", "64")}}
+
+
+def _r_star_counts(c14: dict[str, dict]) -> str:
+    """C14's r* over the survey's runs (``c14``: run name -> value), as "1 in 2 runs, 4 in 4, 16 in 1
+    (seed 0, where Ŝ at r = 4 is 1.04)": the runs of the largest r* named, with their Ŝ at the r before."""
+    rs = sorted({v["r*"] for v in c14.values()})
+    top = [k for k, v in c14.items() if v["r*"] == rs[-1]]
+    prev = max(int(r) for r in c14[top[0]]["Ŝ_r"] if int(r) < rs[-1]) if rs[-1] > 1 else None
+    n = {r: sum(v["r*"] == r for v in c14.values()) for r in rs}
+    parts = [f"{r} in {n[r]}" + (f" run{'s' * (n[r] != 1)}" if i == 0 else "") for i, r in enumerate(rs)]
+    if prev is not None:
+        parts[-1] += (f" ({', '.join(top)}, where Ŝ at r = {prev} is "
+                      + ", ".join(f"{c14[k]['Ŝ_r'][str(prev)]:.2f}" for k in top) + ")")
+    return ", ".join(parts)
 
 
 def _margin(v: dict, claim: str, fmt, default: str = "—") -> str:
