@@ -567,6 +567,13 @@ def test_full_text_quotes_the_full_run_or_says_it_has_not_reached_a_claim():
     assert "*not reproduced*" in text["full_c10"] and "0.01 at $d$ = 8, 0.02 at $d$ = 400" in text["full_c10"]
     assert "the long-memory teacher's 1.10 and 0.40 (0.50 beyond)" in text["full_c8"]
     assert "has not reached" in text["full_c2"]
+    cells = {"d_hat=2, d=50": {"verdict": "reproduced", "median_eps": {"2": 0.8, "5": 0.004}, "judged_above": [5]},
+             "d_hat=3, d=50": {"verdict": "not reproduced", "median_eps": {"4": 0.5, "7": 0.15, "8": 0.005},
+                               "judged_above": [7, 8]},
+             "d_hat=4, d=50": {"verdict": "inconclusive", "median_eps": {"4": 0.5, "9": "nan"}, "judged_above": []}}
+    text = report.full_text({"C2": Claim("C2", "s", "src", cells, tol, "partly", False)})["full_c2"]
+    assert ("*reproduced* at ($\\hat d$ = 2, $d$ = 50), *not reproduced* at ($\\hat d$ = 3, $d$ = 50: "
+            "$k$ = 7, 0.15), *inconclusive* at ($\\hat d$ = 4, $d$ = 50)") in text
 
 
 def test_c5_rule_can_fail():

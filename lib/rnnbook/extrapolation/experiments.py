@@ -363,7 +363,8 @@ def record_transitions(run, checks: dict[str, dict], S: "Settings", cid: str, st
     judged on (b) and (c), and its value says so. Returns the verdict."""
     verdict = group_verdict([c["verdict"] for c in checks.values()])
     value = {name: {
-        "verdict": c["verdict"], "median_eps": c["median_eps"], "converged_above": c["converged_frac_above"],
+        "verdict": c["verdict"], "median_eps": c["median_eps"], "judged_above": c["judged_above"],
+        "converged_above": c["converged_frac_above"],
         "(a)": (f"judged at k = {', '.join(map(str, c['judged_below']))}" if c["judged_below"]
                 else "not testable (no k with 2 <= k < 2 d_hat)" if not c["a_testable"]
                 else "no converged k below the line")}

@@ -174,11 +174,30 @@ def _transition_sentence(cid: str, claim) -> str:
     text = (f"In the full profile's run {cid} is *{claim.verdict}* over {len(cells)} cells ($d$ = "
             f"{', '.join(map(str, sizes))}): {low}, and {high}; in {short} of the cells fewer than "
             f"two thirds of the runs above the line reach the loss gate")
+    if "verdict" in next(iter(cells.values()), {}) and claim.verdict != "reproduced":
+        text += "; " + _cells_by_verdict(cells, bound["b"])
     if cid == "C10" and above:  # does the small rise of eps_q with d go on?
         top = {_cell(g)["d"]: c["median_eps"][max(c["median_eps"], key=int)] for g, c in cells.items()}
         text += ("; at the largest $k$ the median by size is "
                  + ", ".join(f"{float(m):.2g} at $d$ = {d}" for d, m in sorted(top.items())))
     return text + "."
+
+
+def _cells_by_verdict(cells: dict[str, dict], tol: str) -> str:
+    """The cells of a claim judged by C1's rules grouped by verdict, each failed cell with its judged
+    k above the line whose median missed the tolerance ``tol`` (as "(d̂ = 3, d = 50: k = 7, 0.15)")."""
+    def name(g: str, c: dict) -> str:
+        label = re.sub(r"d=(\d+)", r"$d$ = \1", re.sub(r"d_hat=(\d+)", r"$\\hat d$ = \1", g))
+        bad = [(k, float(c["median_eps"][str(k)])) for k in c.get("judged_above", [])
+               if c["verdict"] == "not reproduced" and tol != "?"
+               and float(c["median_eps"][str(k)]) > float(tol)]
+        return label + "".join(f": $k$ = {k}, {m:.2g}" for k, m in bad[:1])
+    parts = []
+    for verdict in ("reproduced", "not reproduced", "inconclusive"):
+        got = [name(g, c) for g, c in cells.items() if c["verdict"] == verdict]
+        if got:
+            parts.append(f"*{verdict}* at " + "; ".join(f"({x})" for x in got))
+    return ", ".join(parts)
 
 
 def _c8_sentence(claim) -> str:
