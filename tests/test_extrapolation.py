@@ -246,7 +246,7 @@ class FakeRun:
 
 def test_transition_claim_of_d_hat_1_rests_on_b_and_c():
     rows = [{"experiment": "F1", "d": 20, "d_hat": 1, "k": k, "eps": e, "loss": 1e-9,
-             "diverged": False} for k, e in ((1, 1.0), (2, 0.08), (3, 1e-3), (4, 1e-3))]
+             "diverged": False, "Q_norm": 0.0} for k, e in ((1, 1.0), (2, 0.08), (3, 1e-3), (4, 1e-3))]
     S = resolve(d_hat=[1])
     run = FakeRun()
     experiments.transition_claim(run, rows, S, "C1", "F1", "statement", "§5.1", paper="§5.1: ...")
@@ -569,11 +569,20 @@ def test_full_text_quotes_the_full_run_or_says_it_has_not_reached_a_claim():
     assert "has not reached" in text["full_c2"]
     cells = {"d_hat=2, d=50": {"verdict": "reproduced", "median_eps": {"2": 0.8, "5": 0.004}, "judged_above": [5]},
              "d_hat=3, d=50": {"verdict": "not reproduced", "median_eps": {"4": 0.5, "7": 0.15, "8": 0.005},
-                               "judged_above": [7, 8]},
+                               "judged_above": [7, 8], report.EDGE_EPS: 0.15, report.EDGE_RUNS: 5,
+                               report.EDGE_Q: 0.05},
              "d_hat=4, d=50": {"verdict": "inconclusive", "median_eps": {"4": 0.5, "9": "nan"}, "judged_above": []}}
     text = report.full_text({"C2": Claim("C2", "s", "src", cells, tol, "partly", False)})["full_c2"]
     assert ("*reproduced* at ($\\hat d$ = 2, $d$ = 50), *not reproduced* at ($\\hat d$ = 3, $d$ = 50: "
             "$k$ = 7, 0.15), *inconclusive* at ($\\hat d$ = 4, $d$ = 50)") in text
+    assert "are 0.15 and 0.05 at (3, 50) ($(\\hat d, d)$)" in text  # the edge, where a run was at the floor
+
+
+def test_edge_balance_reads_the_runs_at_the_loss_floor_only():
+    row = lambda eps, loss, q: {"eps": eps, "loss": loss, "Q_norm": q, "diverged": False}  # noqa: E731
+    edge = experiments.edge_balance([row(0.2, 1e-10, 0.1), row(0.4, 0.99e-10, 0.3), row(5.0, 1e-8, 0.2)])
+    assert list(edge.values()) == [pytest.approx(0.3), 2, pytest.approx(0.2)]
+    assert math.isnan(experiments.edge_balance([])["at k = 2d̂+1: median ε_q at the loss floor"])
 
 
 def test_c5_rule_can_fail():

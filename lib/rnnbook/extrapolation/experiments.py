@@ -347,27 +347,40 @@ def transition_claim(run, rows: Sequence[dict], S: "Settings", cid: str, experim
     checks = {(dh, d): transition_check(select(rows, experiment=experiment, d_hat=dh, d=d),
                                         dh, S.gate, S.tol)
               for dh in S.teachers for d in S.ds}
+    edge = {f"d_hat={dh}, d={d}": edge_balance(select(rows, experiment=experiment, d_hat=dh, d=d, k=2 * dh + 1))
+            for dh in S.teachers for d in S.ds}
     record_transitions(run, {f"d_hat={dh}, d={d}": c for (dh, d), c in checks.items()}, S, cid,
                        statement, source, paper=paper, scope=f"d̂ = {', '.join(map(str, S.teachers))}; "
-                       f"d = {', '.join(map(str, S.ds))}")
+                       f"d = {', '.join(map(str, S.ds))}", extra=edge)
     return transition_table(checks)
 
 
+def edge_balance(edge: Sequence[dict]) -> dict:
+    """At the first k above the line (k = 2 d_hat + 1, the runs ``edge``): the median eps_q of its
+    runs that reached the loss floor (:data:`FREEZE_LOSS`), where a lower loss cannot explain it, and
+    the median norm of the conserved Q over all its runs (C2: the imbalance that GD cannot undo)."""
+    floor = [r["eps"] for r in edge if r["loss"] <= FREEZE_LOSS * 1.01 and not r["diverged"]]
+    return {"at k = 2d̂+1: median ε_q at the loss floor": float(np.median(floor)) if floor else math.nan,
+            "at k = 2d̂+1: runs at the loss floor": len(floor),
+            "at k = 2d̂+1: median ‖Q‖": float(np.median([r["Q_norm"] for r in edge])) if edge else math.nan}
+
+
 def record_transitions(run, checks: dict[str, dict], S: "Settings", cid: str, statement: str, source: str,
-                       *, paper: str, scope: str) -> str:
+                       *, paper: str, scope: str, extra: dict[str, dict] | None = None) -> str:
     """Record a claim judged by C1's rules (:func:`transition_check`) on every group of ``checks``
     as evidence (:mod:`rnnbook.claims`) with the ``paper``'s statement beside ours (the worst judged
     median above the line and the best below it, over ``scope``): :func:`group_verdict` of the
     groups' verdicts (reason: not at this scale if inconclusive, else differs). A group where (a)
     cannot be tested (d_hat = 1: below the line there is only k = 1, where failure is certain) is
-    judged on (b) and (c), and its value says so. Returns the verdict."""
+    judged on (b) and (c), and its value says so; ``extra`` adds measures to a group's value.
+    Returns the verdict."""
     verdict = group_verdict([c["verdict"] for c in checks.values()])
     value = {name: {
         "verdict": c["verdict"], "median_eps": c["median_eps"], "judged_above": c["judged_above"],
         "converged_above": c["converged_frac_above"],
         "(a)": (f"judged at k = {', '.join(map(str, c['judged_below']))}" if c["judged_below"]
                 else "not testable (no k with 2 <= k < 2 d_hat)" if not c["a_testable"]
-                else "no converged k below the line")}
+                else "no converged k below the line"), **(extra or {}).get(name, {})}
         for name, c in checks.items()}
     above = [c["median_eps"][k] for c in checks.values() for k in c["judged_above"]]
     below = [c["median_eps"][k] for c in checks.values() for k in c["judged_below"]]

@@ -176,11 +176,22 @@ def _transition_sentence(cid: str, claim) -> str:
             f"two thirds of the runs above the line reach the loss gate")
     if "verdict" in next(iter(cells.values()), {}) and claim.verdict != "reproduced":
         text += "; " + _cells_by_verdict(cells, bound["b"])
+    edge = {g: c for g, c in cells.items() if c.get(EDGE_RUNS)}
+    if cid == "C2" and edge:
+        text += ("; at $k = 2\\hat d + 1$ the median $\\epsilon_q$ of the runs at the loss floor and the "
+                 "median $\\|Q\\|$ are " + "; ".join(
+                     f"{float(c[EDGE_EPS]):.2g} and {float(c[EDGE_Q]):.2g} at ({_cell(g)['d_hat']}, {_cell(g)['d']})"
+                     for g, c in edge.items()) + " ($(\\hat d, d)$)")
     if cid == "C10" and above:  # does the small rise of eps_q with d go on?
         top = {_cell(g)["d"]: c["median_eps"][max(c["median_eps"], key=int)] for g, c in cells.items()}
         text += ("; at the largest $k$ the median by size is "
                  + ", ".join(f"{float(m):.2g} at $d$ = {d}" for d, m in sorted(top.items())))
     return text + "."
+
+
+# the keys of experiments.edge_balance in a C2 cell's value
+EDGE_EPS, EDGE_RUNS, EDGE_Q = ("at k = 2d̂+1: median ε_q at the loss floor", "at k = 2d̂+1: runs at the loss floor",
+                               "at k = 2d̂+1: median ‖Q‖")
 
 
 def _cells_by_verdict(cells: dict[str, dict], tol: str) -> str:
