@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import rnnbook
-from rnnbook.stable_models import constraints, theory
+from rnnbook.stable_models import constraints, gradient_gap, theory
 
 F64 = torch.float64
 
@@ -220,3 +220,13 @@ def test_settings_validate_profile():
     assert theory.theory_settings("full").c4_instances == theory.theory_settings("quick").c4_instances == 5
     with pytest.raises(rnnbook.ParameterError, match="profile"):
         theory.theory_settings("huge")
+
+
+def test_c15_gradient_gap_falls_in_k_not_with_t_and_the_control_fails():
+    """C15 (App. B.1.1): at ||W||_2 = lambda the truncation's gradient gap falls faster than lambda^k
+    and does not grow with T; at ||W||_2 = 2 (the control) it stops falling, and the rule says so."""
+    S = theory.theory_settings("quick")
+    s = gradient_gap.c15_summary(S, gradient_gap.gradient_gaps(S, 0))
+    assert s["passed"] and s["control refused"] and s["ratio per k (stable)"] <= S.c4_lam
+    bad = gradient_gap.c15_summary(S, gradient_gap.gradient_gaps(S, 0, norms=(2.0, 2.0)))
+    assert not bad["passed"] and bad["ratio per k (stable)"] > S.c4_lam

@@ -425,14 +425,14 @@ def size_claim(run, rows: Sequence[dict], S: "Settings"):
 
 
 def far_claim(run, rows: Sequence[dict], S: "Settings"):
-    """C11 (§5.2 beyond the start): C1's rules on the non-symmetric students far from balance
+    """C11 (§5 intro on §5.2, beyond the start; our extension): C1's rules on the non-symmetric students far from balance
     ("F2-far") and on E3's signed teacher ("F2-signed"), d_hat = 2, the first d. Returns the table."""
     names = {"F2-far": "far from balance", "F2-signed": "signed teacher"}
     checks = {(e, 2, S.ds[0]): transition_check(select(rows, experiment=e), 2, S.gate, S.tol) for e in names}
     record_transitions(
         run, {f"{names[e]}, d_hat=2, d={d}": c for (e, _, d), c in checks.items()}, S, "C11",
         "The same transition without balance beyond the start: non-symmetric students whose conserved "
-        "Q is of order one, and an unbalanced (signed) teacher.", "§5.2",
+        "Q is of order one, and an unbalanced (signed) teacher.", "§5 intro, describing §5.2 (our extension)",
         paper="§5 intro, describing §5.2: the same phenomenon without 'some of the assumptions', in "
         "particular symmetric transition matrices and balancedness; not readable: how far from "
         "balance §5.2's runs were, and their teacher",
