@@ -974,3 +974,18 @@ def test_c14_prop2_rule_with_the_forks_lstm_as_control(model, fork, constraint, 
 def test_prop2_bound_is_the_grid_step_above_2_log2_d():
     rs = [1, 4, 16, 64]
     assert [experiments.prop2_r(d, rs) for d in (8, 128, 256, 1024, 10 ** 12)] == [16, 16, 16, 64, 64]
+
+
+def test_training_runs_are_pieces_of_their_own():
+    """Issue 47: every training run's summary and weights (``<task>-<cell>[-weights]``) is a piece
+    keyed by train.py and what it imports, not by experiments.py, so that a change to how the chapter
+    judges its runs keeps the paper-scale training."""
+    from rnnbook import paths
+    from rnnbook.stable_models.settings import CELLS, TASKS
+    names = {f"{t}-{c}" for t in TASKS for c in CELLS}
+    assert set(train.PIECES) == names | {n + train.WEIGHTS for n in names}
+    assert train.fit_key(settings.resolve("quick", "cpu", 0, ["jsb"], None, None, None, None, 0.0,
+                                          "row", None), "jsb", "rnn", False, 0, {})[0] in names
+    used = paths.imported_files(paths.LIB_DIR / "stable_models" / "train.py")
+    assert not {paths.LIB_DIR / "stable_models" / m for m in ("experiments.py", "theory.py")} & used
+    assert set(paths.piece_versions("stable_models").values()) != {paths.results_version("stable_models")}

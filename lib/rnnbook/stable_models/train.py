@@ -30,6 +30,16 @@ if TYPE_CHECKING:
     from rnnbook.stable_models.models import Net
     from rnnbook.stable_models.settings import Settings
 
+# The results-cache pieces computed here (:func:`fit`'s runs, ``<task>-<cell>``, and their weights,
+# ``<task>-<cell>-weights``; TASKS x CELLS of :mod:`~rnnbook.stable_models.settings`): keyed by
+# this module's version and those it imports (rnnbook.paths.PIECES), so that a change to how the
+# chapter judges or shows them keeps hours of paper-scale training (issue 47).
+PIECES = ("jsb-rnn", "jsb-lstm", "atis-rnn", "atis-lstm", "ptb_char-rnn", "ptb_char-lstm",
+          "ptb_word-rnn", "ptb_word-lstm", "wikitext2-rnn", "wikitext2-lstm",
+          "jsb-rnn-weights", "jsb-lstm-weights", "atis-rnn-weights", "atis-lstm-weights",
+          "ptb_char-rnn-weights", "ptb_char-lstm-weights", "ptb_word-rnn-weights",
+          "ptb_word-lstm-weights", "wikitext2-rnn-weights", "wikitext2-lstm-weights")
+
 
 def initial_W_hh_norm(S: Settings, td: TaskData, cell: str) -> float:
     """E1's starting point: :math:`\\|W_{hh}\\|_2` of a freshly initialised model of ``td``'s
