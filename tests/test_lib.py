@@ -681,6 +681,35 @@ def test_collect_command_takes_results_of_the_default_full_run_only(tmp_path, ca
     assert "smoke run" in capsys.readouterr().err and not (tmp_path / "other").exists()
 
 
+def test_a_declared_subset_is_committed_labelled_and_never_counts_as_finished(tmp_path, capsys):
+    """Issue 47: a full run given a subset parameter (``tasks``: the tasks a CPU can train at the
+    paper's sizes) is collected and shown as a paper-scale subset, leaves the chapter's full profile
+    unfinished, and does not replace a finished whole run's results; a partial run does not replace
+    the subset's."""
+    source, into = tmp_path / "run" / "synthesis", tmp_path / "full"
+    (source / "figures").mkdir(parents=True)
+    rnnbook.claims.Claims(source / "claims.json").add("C1", "s", "§1", 1.0, "t", True, kind="check")
+    record = {"chapter": "synthesis", "profile": "full", "commit": "abc", "claims": {"total": 1},
+              "parameters": {"profile": "full", "tasks": ["jsb", "atis"]},
+              "versions": {"rnnbook_results": paths.results_version("synthesis")}}
+    args = ["collect", "synthesis", "--results-dir", str(tmp_path / "run"), "--into", str(into)]
+
+    def collect(**changes) -> str:
+        (source / "run.json").write_text(json.dumps({**record, **changes}))
+        assert cli.main(args) == 0
+        return capsys.readouterr().out
+    assert "a finished run" in collect()
+    assert not rnnbook.display.full_run_finished("synthesis", into)
+    label = rnnbook.display.full_results_html("synthesis", [], into)
+    assert "Paper-scale subset of the full profile (tasks = jsb, atis;" in label
+    assert "stay out" in collect(partial={"cells": 9, "cells_completed": 3}, commit="partial")
+    assert json.loads((into / "synthesis" / "run.json").read_text())["commit"] == "abc"
+    assert "a finished run" in collect(parameters={"profile": "full"}, commit="whole")
+    assert rnnbook.display.full_run_finished("synthesis", into)
+    assert "stay out" in collect(commit="subset again")
+    assert json.loads((into / "synthesis" / "run.json").read_text())["commit"] == "whole"
+
+
 def test_changed_config_misses(tmp_path):
     c = Cache(tmp_path)
     f = Counter()

@@ -555,6 +555,9 @@ class _NoCache:
     def path(self, name, config):
         return Path("/nonexistent") / name
 
+    def plan(self, name, configs):
+        pass
+
 
 _NO_CACHE = _NoCache()
 
@@ -877,7 +880,7 @@ def test_findings_name_only_figures_and_claims_of_the_chapter():
     report = chapter_report("stable_models")
     names = {n for f in report.FINDINGS for n in f.names}
     assert names <= {f"F{i}" for i in range(2, 9)} | {"E1", "E2"} | {
-        "C1", "C1-train", "C2-grad", "C10-vanish", *(f"C{i}" for i in range(2, 15))}
+        "C1", "C1-train", "C2-grad", "C10-vanish", *(f"C{i}" for i in range(2, 17))}
 
 
 # ---------------------------------------------------------------------------- C10's control, C12's shape, C14 (issue 44)
@@ -989,3 +992,17 @@ def test_training_runs_are_pieces_of_their_own():
     used = paths.imported_files(paths.LIB_DIR / "stable_models" / "train.py")
     assert not {paths.LIB_DIR / "stable_models" / m for m in ("experiments.py", "theory.py")} & used
     assert set(paths.piece_versions("stable_models").values()) != {paths.results_version("stable_models")}
+
+
+def test_train_all_plans_its_runs_per_piece(monkeypatch, tmp_path):
+    """Issue 47: the training runs are planned per piece name, so ``status`` says what is left."""
+    from rnnbook import cache as cache_mod, paths
+    S = settings.resolve(**(RESOLVE | {"tasks": ["jsb", "atis"]}))
+    monkeypatch.setattr(experiments, "prefit", lambda *a, **kw: None)
+    code = paths.results_version("stable_models")
+    c = cache_mod.Cache(tmp_path, code)
+    experiments.train_all(c, S)
+    plans = {p.name: p for p in cache_mod.progress(tmp_path, code, c.pieces)}
+    assert set(plans) == {"jsb-rnn", "jsb-lstm", "atis-rnn", "atis-lstm"}
+    assert all(p.current and p.done == 0 for p in plans.values())
+    assert plans["atis-rnn"].total == 2 * len(S.seeds)  # stable and unstable, every seed

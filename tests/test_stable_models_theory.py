@@ -214,6 +214,15 @@ def test_weight_gap_runs_tiny_and_rules_can_fail():
     flat = dict(res, gap=np.ones_like(res["gap"]))  # constant steps must grow with N
     assert not theory.c4_summary(S, flat)["passed_b"]
     assert np.isfinite(summary["ratio"])
+    # C16 (Thm. 1): the prediction gap of the same runs, and a rule that can fail
+    assert res["pred_gap"].shape == res["gap"].shape
+    assert res["pred_gap_control"].shape == res["gap"].shape[:-1]
+    assert np.all(np.median(res["pred_gap"], 0)[:, 0] > np.median(res["pred_gap"], 0)[:, 2])
+    c16 = theory.c16_summary(S, res)
+    assert c16["control refused"] and np.isfinite(c16["ratio per k (1/t, N = 20)"])
+    assert not theory.c16_summary(S, dict(res, pred_gap=res["pred_gap"][:, :, ::-1]))["passed"]
+    growing = dict(res, pred_gap=res["pred_gap"] * res["N"])  # a gap that grows like N
+    assert not theory.c16_summary(S, growing)["passed"]
 
 
 def test_settings_validate_profile():

@@ -169,15 +169,29 @@ RESULT_PARAMETERS = {"profile", "device", "threads", "chunk_size"}  # a run give
 # work is split and where it runs, not what it computes) is the chapter's full run
 
 
+def _completeness(chapter: str, folder: Path) -> int:
+    """How complete the full run recorded in ``folder`` is, of this code: 3 the whole profile
+    finished, 2 a declared subset finished, 1 a partial record, 0 other code or a smoke run."""
+    from rnnbook.display import SmokeResults, full_record, made_by_this_code, subset
+    try:
+        record = full_record(folder)
+    except SmokeResults:
+        return 0
+    if not made_by_this_code(chapter, record):
+        return 0
+    return 1 if record.get("partial") else 2 if subset(record) else 3
+
+
 def collect_run(chapter: str, source: Path, target: Path, plans: bool = True, prune: bool = False) -> int:
     """``python -m rnnbook collect``: the finished pieces of the run in ``source`` of this code that
     ``target`` (a chapter's committed full results) lacks (:func:`rnnbook.cache.collect`), and its
     run record, claims and figures if the record is this code's, of the full profile with default
-    parameters (a partial record too); with ``prune``, the committed pieces of other versions go."""
+    parameters or a declared subset (:data:`~rnnbook.display.SUBSET_PARAMETERS`), a partial record
+    too, unless ``target``'s is of a more complete run (:func:`_completeness`); with ``prune``, the committed pieces of other versions go."""
     import shutil
     from rnnbook.cache import collect, prune as prune_cache
     from rnnbook.claims import atomic_write
-    from rnnbook.display import SmokeResults, full_record, made_by_this_code
+    from rnnbook.display import SUBSET_PARAMETERS, SmokeResults, full_record, made_by_this_code
     code, pieces = results_version(chapter), piece_versions(chapter)
     try:
         record = full_record(source) if (source / RUN_RECORD).is_file() else None
@@ -193,9 +207,12 @@ def collect_run(chapter: str, source: Path, target: Path, plans: bool = True, pr
     if record is None:
         print("  no run record: pieces only")
         return 0
-    extra = sorted(set(record.get("parameters", {})) - RESULT_PARAMETERS)
+    extra = sorted(set(record.get("parameters", {})) - RESULT_PARAMETERS - set(SUBSET_PARAMETERS))
     if record["profile"] != "full" or extra or not made_by_this_code(chapter, record):
         print(f"  its results stay out: {'parameters ' + ', '.join(extra) if extra else 'another profile or code'}")
+        return 0
+    if (target / RUN_RECORD).is_file() and _completeness(chapter, target) > _completeness(chapter, source):
+        print("  its results stay out: the committed ones are of a more complete run of this code")
         return 0
     for name in (RUN_RECORD, "claims.json"):
         atomic_write(target / name, (source / name).read_bytes())

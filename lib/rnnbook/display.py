@@ -94,6 +94,17 @@ def _given(record: dict) -> dict:
             if k not in ("profile", "device", "results_dir")}
 
 
+# A full run given one of these is a declared paper-scale subset of its chapter's full profile
+# (stable models: the tasks a CPU can train at the paper's sizes): its results are committed and
+# shown, labelled so, but the chapter's full profile counts as unfinished (issue 47).
+SUBSET_PARAMETERS = ("tasks",)
+
+
+def subset(record: dict) -> dict:
+    """The subset parameters (:data:`SUBSET_PARAMETERS`) a full run record was given; {}: the whole."""
+    return {k: v for k, v in record.get("parameters", {}).items() if k in SUBSET_PARAMETERS}
+
+
 class SmokeResults(ValueError):
     """A smoke run's results (toy sizes) where full-profile results belong."""
 
@@ -109,7 +120,7 @@ def full_record(folder: Path) -> dict:
 
 def full_run_finished(chapter: str, root: Path = FULL_RESULTS_DIR) -> bool:
     """Whether ``<root>/<chapter>`` holds a finished full run (not a partial record, not a smoke
-    run) made by code of this build's results version: nothing of the chapter's full profile is left
+    run, not a declared subset: :func:`subset`) made by code of this build's results version: nothing of the chapter's full profile is left
     to run (``python -m rnnbook status --unfinished``, ``bench/device_check.sh``)."""
     folder = root / chapter
     if not (folder / "run.json").is_file():
@@ -118,7 +129,7 @@ def full_run_finished(chapter: str, root: Path = FULL_RESULTS_DIR) -> bool:
         record = full_record(folder)
     except SmokeResults:
         return False
-    return not record.get("partial") and made_by_this_code(chapter, record)
+    return not record.get("partial") and not subset(record) and made_by_this_code(chapter, record)
 
 
 def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULTS_DIR) -> str:
@@ -137,12 +148,13 @@ def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULT
     record = full_record(folder)
     where = ", ".join(str(x) for x in (record.get("hardware", {}).get("summary"),
                                        record.get("device")) if x)
-    given = _given(record)
+    part = subset(record)
+    given = {k: v for k, v in _given(record).items() if k not in part}
     minutes = f"{record.get('wall_seconds', 0) / 60:.0f} min"
     if record.get("cached_at_start"):  # resumed: the time is the last process's only
         minutes = (f"{minutes} (the wall time of its last session, which resumed from "
                    f"{record['cached_at_start']} results cached by earlier ones)")
-    label = ((_partial(record) or "Full-profile results")
+    label = ((_partial(record) or _subset_head(part) or "Full-profile results")
              + (" with " + ", ".join(f"{k} = {v}" for k, v in given.items()) if given else "")
              + f", made {record.get('finished', '?')[:10]} on {where or '?'} in {minutes}, "
              f"commit {record.get('commit', '?')}" + _stale(chapter, record))
@@ -184,6 +196,16 @@ def _partial(record: dict) -> str:
              f"({part['stopped_in']})" if part.get("stopped_in") else "")
     return (f"Partial full-profile results: the claims of a full run that had not finished{where}; "
             "claims with no full value are not yet judged at this scale")
+
+
+def _subset_head(part: dict) -> str:
+    """The head of a declared subset's results (``part``: its :func:`subset` parameters), else ''."""
+    if not part:
+        return ""
+    given = "; ".join(f"{k} = {', '.join(map(str, v)) if isinstance(v, list) else v}"
+                      for k, v in part.items())
+    return (f"Paper-scale subset of the full profile ({given}; the rest is not run at this scale: "
+            "the claims that need it are inconclusive or missing)")
 
 
 def made_by_this_code(chapter: str, record: dict) -> bool:

@@ -69,8 +69,21 @@ def train_all(cache, S: Settings, progress=lambda it, **kw: it, wait: bool = Tru
 
     def after(group: list[Job]) -> list[tuple]:  # C8's, C13's and E2's estimates follow their models
         return [(estimate, e) for e in est if estimate_job(e) in group]
-    return prefit(cache, S, jobs + f5_jobs(S) + lm_truncation_jobs(S), S.workers, progress, wait,
-                  after)
+    runs = jobs + f5_jobs(S) + lm_truncation_jobs(S)
+    plan_runs(cache, S, runs)
+    return prefit(cache, S, runs, S.workers, progress, wait, after)
+
+
+def plan_runs(cache, S: Settings, jobs: list[Job]) -> None:
+    """Record the runs of ``jobs`` as the cache's plan, one per piece name (``<task>-<cell>``), so that
+    ``python -m rnnbook status stable_models`` says what is done, what is left and what a finished
+    run cost (issue 47)."""
+    by_name: dict[str, list[dict]] = {}
+    for job in jobs:
+        name, config = fit_key(S, *job)
+        by_name.setdefault(name, []).append(config)
+    for name, configs in by_name.items():
+        cache.plan(name, configs)
 
 
 # ============================================================================ Table 1
@@ -225,8 +238,8 @@ def c6_check(res: dict, S: Settings) -> dict:
         value |= {f"char {c.upper()} gap (bpc)": mean_test(res, "ptb_char", c, True)
                   - mean_test(res, "ptb_char", c, False) for c in CELLS}
     if "ptb_char" not in S.tasks and "wikitext2" not in S.tasks:
-        return {"value": value, "tolerance": "needs ptb_char or wikitext2", "passed": False,
-                "verdict": "inconclusive"}
+        return {"value": "not run: no language-model task (ptb_char, wikitext2) among the tasks",
+                "tolerance": "needs ptb_char or wikitext2", "passed": False, "verdict": "inconclusive"}
     return {"value": value, "tolerance": "; ".join(text), "passed": bool(ok), "verdict": None}
 
 

@@ -20,16 +20,15 @@ from rnnbook.stable_models.theory import (DTYPE, TheorySettings, _student_init, 
                                           tanh_rnn_instances, truncated_stack_grads)
 
 LENGTHS = (40, 80, 160)  # the sequence lengths T compared
-CONTROL_NORM = 2.0  # the control's ||W||_2: an unstable model (its gap stops decaying)
 
 
 def gradient_gaps(S: TheorySettings, seed: int, norms: Sequence[float] | None = None,
                   lengths: Sequence[int] = LENGTHS) -> dict[str, np.ndarray]:
     """App. B.1.1: :math:`\\|\\nabla L_k - \\nabla L_T\\|` (all of W, U, c) for every k of ``S.c4_ks``
     and T of ``lengths``, at C4's initial students with W rescaled to each spectral norm of ``norms``
-    (default: C4's :math:`\\lambda` and :data:`CONTROL_NORM`), on one batch of C4's teacher data per
+    (default: C4's :math:`\\lambda` and the control's ``S.c4_control_norm``), on one batch of C4's teacher data per
     instance; ``gap`` has shape (norms, lengths, instances, ks), k increasing."""
-    norms = (S.c4_lam, CONTROL_NORM) if norms is None else tuple(norms)
+    norms = (S.c4_lam, S.c4_control_norm) if norms is None else tuple(norms)
     gen = torch.Generator().manual_seed(seed)
     ks = sorted(S.c4_ks, reverse=True)
     gap = np.empty((len(norms), len(lengths), S.c4_instances, len(ks)))

@@ -102,6 +102,8 @@ class TheorySettings:
     c4_m: int = 4
     c4_T: int = 40
     c4_batch: int = 8
+    c4_test: int = 256  # C16: the held-out inputs on which predictions are compared (ours)
+    c4_control_norm: float = 2.0  # C15's and C16's controls: ||W||_2 of an unstable model (ours)
     c4_N: int = 1000
     c4_N_k: int = 300  # N of the gap-vs-k panel
     c4_ks: tuple[int, ...] = (1, 2, 4, 6, 8, 12, 16, 24)
@@ -507,11 +509,17 @@ def project_stack_(W: torch.Tensor, lam: float) -> None:
 def weight_gap_runs(S: TheorySettings, seed: int) -> dict[str, np.ndarray]:
     """C4: projected SGD of every (k, instance, schedule) student, all stacked on one axis (sorted by
     k, the recurrent model k = T first), sharing init and batches within an instance. Returns the
-    weight gaps :math:`\\|w_k - w_{\\rm rec}\\|` (instances, schedules, ks, checkpoints)."""
+    weight gaps :math:`\\|w_k - w_{\\rm rec}\\|` (instances, schedules, ks, checkpoints) and, for
+    C16 (Thm. 1), the prediction gaps: the RMS over a held-out batch per instance of
+    :math:`\\hat y_k - \\hat y_{\\rm rec}`, each truncated student predicting from its last k inputs
+    (§3.1), the recurrent one from all T (same shape), and their control at the end of training:
+    every student's W rescaled to :math:`\\|W\\|_2` = ``S.c4_control_norm`` (instances,
+    schedules, ks)."""
     gen = torch.Generator().manual_seed(seed)
     ks = [S.c4_T] + sorted(S.c4_ks, reverse=True)
     I, Sc, K = S.c4_instances, len(S.c4_schedules), len(ks)
     data, init = zip(*[(_teacher_and_data(S, gen), _student_init(S, gen)) for _ in range(I)])
+    x_test = torch.randn(I, S.c4_test, S.c4_T, S.c4_m, generator=gen, dtype=DTYPE)  # drawn last
     w = [torch.stack([p[j] for p in init])[None, :, None].expand(K, -1, Sc, *init[0][j].shape)
          .reshape(K * I * Sc, *init[0][j].shape).clone() for j in range(3)]  # W, U, c
     k = torch.tensor(ks).repeat_interleave(I * Sc)
@@ -519,7 +527,7 @@ def weight_gap_runs(S: TheorySettings, seed: int) -> dict[str, np.ndarray]:
     x_all = torch.stack([d[0] for d in data])  # (I, N, B, T, m)
     y_all = torch.stack([d[1] for d in data])
     checkpoints = set(c4_checkpoints(S).tolist())
-    snaps = []
+    snaps, preds = [], []
     for t in range(1, S.c4_N + 1):
         _, grads = truncated_stack_grads(*w, x_all[inst, t - 1], y_all[inst, t - 1], k)
         eta = torch.tensor([s.step(t) for s in S.c4_schedules], dtype=DTYPE).repeat(K * I)
@@ -528,11 +536,24 @@ def weight_gap_runs(S: TheorySettings, seed: int) -> dict[str, np.ndarray]:
         project_stack_(w[0], S.c4_lam)
         if t in checkpoints:
             snaps.append(torch.cat([p.flatten(1) for p in w], 1).reshape(K, I, Sc, -1))
+            preds.append(truncated_stack_forward(*w, x_test[inst], k)[1].reshape(K, I, Sc, -1))
     snap = torch.stack(snaps, -2).permute(1, 2, 0, 3, 4)  # (I, Sc, K, checkpoints, params)
+    pred = torch.stack(preds, -2).permute(1, 2, 0, 3, 4)  # (I, Sc, K, checkpoints, test batch)
     gap = torch.linalg.vector_norm(snap[:, :, 1:] - snap[:, :, :1], dim=-1)
+    pred_gap = _rms_gap(pred)
+    W_ctrl = w[0] * (S.c4_control_norm / torch.linalg.matrix_norm(w[0], 2))[:, None, None]
+    pred_ctrl = truncated_stack_forward(W_ctrl, w[1], w[2], x_test[inst], k)[1].reshape(K, I, Sc, -1)
     order = np.argsort(ks[1:])  # back to increasing k
-    return {"gap": gap[:, :, order].numpy(), "N": c4_checkpoints(S), "ks": np.array(ks[1:])[order],
+    return {"gap": gap[:, :, order].numpy(), "pred_gap": pred_gap[:, :, order].numpy(),
+            "pred_gap_control": _rms_gap(pred_ctrl.permute(1, 2, 0, 3))[:, :, order].numpy(),
+            "N": c4_checkpoints(S), "ks": np.array(ks[1:])[order],
             "final_finite": torch.isfinite(snap[..., -1, :]).all(-1).numpy()}
+
+
+def _rms_gap(pred: torch.Tensor) -> torch.Tensor:
+    """C16: the RMS over the last axis (held-out inputs) of each truncated student's prediction
+    minus the recurrent one's; axis 2 holds the students, the recurrent one first."""
+    return (pred[:, :, 1:] - pred[:, :, :1]).pow(2).mean(-1).sqrt()
 
 
 def loglog_slope(N: np.ndarray, gap: np.ndarray) -> float:
@@ -559,6 +580,27 @@ def c4_summary(S: TheorySettings, res: dict[str, np.ndarray]) -> dict:
     const_ok = all(slopes[s.name] >= S.c4_growth for s in S.c4_schedules if not s.decay)
     return {"ratio": ratio, "slopes": slopes, "passed_a": ratio <= S.c4_lam, "decay_flat": decay_ok,
             "constant_grows": const_ok, "passed_b": bool(decay_ok and const_ok), "median_gap": gap}
+
+
+def c16_summary(S: TheorySettings, res: dict[str, np.ndarray]) -> dict:
+    """C16 (Thm. 1) on the median prediction gap over instances: (a) its fitted per-step ratio over
+    k ∈ k_fit at N = N_k with steps 1/t, at most :math:`\\lambda`; (b) the log-log slope against
+    N of the k = 4 gap, at most ``S.c4_flat`` for every α/t schedule (constant steps: reported);
+    the control (every trained student's W rescaled to ``S.c4_control_norm``) must fail (a)."""
+    gap = np.median(res["pred_gap"], axis=0)  # (schedules, ks, checkpoints)
+    names = [s.name for s in S.c4_schedules]
+    ks, N = res["ks"], res["N"]
+    lo, hi = S.c4_k_fit
+    fit, k4 = (ks >= lo) & (ks <= hi), list(ks).index(4)
+    i = names.index("1/t")
+    ratio = decay_rate(ks[fit], gap[i, fit, list(N).index(S.c4_N_k)])
+    control = decay_rate(ks[fit], np.median(res["pred_gap_control"], axis=0)[i, fit])
+    slopes = {nm: loglog_slope(N, gap[j, k4]) for j, nm in enumerate(names)}
+    flat = all(slopes[s.name] <= S.c4_flat for s in S.c4_schedules if s.decay)
+    return {"ratio per k (1/t, N = %d)" % S.c4_N_k: ratio, "slopes at k = 4": slopes,
+            "ratio per k (control, ||W||2 = %g)" % S.c4_control_norm: control,
+            "control refused": bool(control > S.c4_lam),
+            "passed": bool(ratio <= S.c4_lam and flat and control > S.c4_lam)}
 
 
 def c4_slope_table(S: TheorySettings, res: dict[str, np.ndarray]) -> list[dict]:
