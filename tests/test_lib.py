@@ -1930,3 +1930,19 @@ def test_the_chapter_kernel_imports_this_library(tmp_path, monkeypatch):
     first, rest = seen["PYTHONPATH"].split(execute.os.pathsep)
     assert Path(first) == Path(rnnbook.__file__).resolve().parents[1] and rest == "lib"
     assert execute.os.environ["PYTHONPATH"] == "lib"  # restored after the run
+
+
+def test_a_wide_figure_keeps_its_text_legible_on_the_page():
+    """A figure of three columns (12 in wide) drawn in ``wide_style`` keeps the book's smallest text
+    (MIN_TEXT_PX) where the default tick labels would fall below it; the style is restored after."""
+    figures.use_style()
+    before = plt.rcParams["xtick.labelsize"]
+    with figures.wide_style():
+        fig, axs = plt.subplots(1, 3, figsize=(12, 4))
+        for ax in axs:
+            ax.plot([0, 1], [0, 1], label="a")
+            ax.legend()
+        assert figures.smallest_text_px(fig) >= figures.MIN_TEXT_PX
+    plt.close(fig)
+    assert plt.rcParams["xtick.labelsize"] == before
+    assert before * figures.COLUMN_PX / (72 * 12) < figures.MIN_TEXT_PX  # the default would not

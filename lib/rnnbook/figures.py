@@ -59,9 +59,19 @@ COLUMN_PX = 700  # the book's text column, which every figure fills (``:width: 1
 MIN_TEXT_PX = 9.0  # the smallest text a reader should meet in a figure on the page, in pixels
 
 
+# a figure twice the default width or more (several panels across): larger tick and legend text,
+# so that it keeps MIN_TEXT_PX once scaled down to the text column
+WIDE = {"axes.titlesize": 14, "xtick.labelsize": 12, "ytick.labelsize": 12, "legend.fontsize": 12}
+
+
 def use_style() -> None:
     """Apply the house style (readable at talk size)."""
     matplotlib.rcParams.update(STYLE)
+
+
+def wide_style():
+    """The house style for a wide figure (:data:`WIDE`), as a context to draw it in."""
+    return matplotlib.rc_context(STYLE | WIDE)
 
 
 def smallest_text_px(fig: plt.Figure, column_px: float = COLUMN_PX) -> float:

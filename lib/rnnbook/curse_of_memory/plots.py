@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rnnbook import figures
 from rnnbook.curse_of_memory.experiments import f9_grid
 from rnnbook.curse_of_memory.theory import (S, S_notebook, dh_dlamb, gamma_exp_dh, gamma_h2, h2, loss_1d,
                                             paper1_terms)
@@ -210,9 +211,7 @@ def plot_f8(traj: dict[str, np.ndarray], loss: dict[str, np.ndarray], star: dict
     the trajectories (top; the notebook's window, widened to hold them) and the loss along training
     (bottom), for the notebook's sign descent (black) and true Adam (orange, dashed). ``traj`` and
     ``loss`` are keyed "<name>, <optimiser>"; ``loss_grid(name, W_nu, W_theta)`` is the loss there."""
-    import matplotlib.pyplot as plt
-    with plt.rc_context({"font.size": 13, "axes.titlesize": 14, "axes.labelsize": 13, "xtick.labelsize": 12,
-                         "ytick.labelsize": 12, "legend.fontsize": 12}):  # >= 9 px at the column's width
+    with figures.wide_style():  # three columns: >= 9 px at the column's width
         return _plot_f8(traj, loss, star, loss_grid)
 
 
