@@ -701,9 +701,14 @@ def test_a_declared_subset_is_committed_labelled_and_never_counts_as_finished(tm
     assert "a finished run" in collect()
     assert not rnnbook.display.full_run_finished("synthesis", into)
     label = rnnbook.display.full_results_html("synthesis", [], into)
-    assert "Paper-scale subset of the full profile (tasks = jsb, atis;" in label
+    assert "Full-profile results of a paper-scale subset (tasks = jsb, atis;" in label
     assert "stay out" in collect(partial={"cells": 9, "cells_completed": 3}, commit="partial")
     assert json.loads((into / "synthesis" / "run.json").read_text())["commit"] == "abc"
+    (into / "synthesis" / "run.json").unlink()
+    assert "a partial run" in collect(partial={"cells": 9, "cells_completed": 3}, commit="partial")
+    label = rnnbook.display.full_results_html("synthesis", [], into)
+    assert "the claims of a full run of a paper-scale subset (tasks = jsb, atis;" in label
+    assert "a finished run" in collect()  # the finished subset replaces its partial record
     assert "a finished run" in collect(parameters={"profile": "full"}, commit="whole")
     assert rnnbook.display.full_run_finished("synthesis", into)
     assert "stay out" in collect(commit="subset again")

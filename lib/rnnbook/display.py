@@ -154,7 +154,7 @@ def full_results_html(chapter: str, quick: list[Claim], root: Path = FULL_RESULT
     if record.get("cached_at_start"):  # resumed: the time is the last process's only
         minutes = (f"{minutes} (the wall time of its last session, which resumed from "
                    f"{record['cached_at_start']} results cached by earlier ones)")
-    label = ((_partial(record) or _subset_head(part) or "Full-profile results")
+    label = (_head(record)
              + (" with " + ", ".join(f"{k} = {v}" for k, v in given.items()) if given else "")
              + f", made {record.get('finished', '?')[:10]} on {where or '?'} in {minutes}, "
              f"commit {record.get('commit', '?')}" + _stale(chapter, record))
@@ -186,26 +186,27 @@ def full_claims(chapter: str, root: Path = FULL_RESULTS_DIR) -> dict[str, Claim]
     return {c.id: c for c in load(folder / "claims.json")}
 
 
-def _partial(record: dict) -> str:
-    """The head of a run record of a full run that had not finished
-    (:func:`rnnbook.execute.partial_record`), else ''."""
+def _partial(record: dict, of: str = "") -> str:
+    """The head of a run record of a full run (``of``: what it ran, if a subset) that had not
+    finished (:func:`rnnbook.execute.partial_record`), else ''."""
     part = record.get("partial")
     if not part:
         return ""
     where = (f", in code cell {part['cells_completed'] + 1} of {part['cells']} "
              f"({part['stopped_in']})" if part.get("stopped_in") else "")
-    return (f"Partial full-profile results: the claims of a full run that had not finished{where}; "
+    return (f"Partial full-profile results: the claims of a full run{of} that had not finished{where}; "
             "claims with no full value are not yet judged at this scale")
 
 
-def _subset_head(part: dict) -> str:
-    """The head of a declared subset's results (``part``: its :func:`subset` parameters), else ''."""
-    if not part:
-        return ""
+def _head(record: dict) -> str:
+    """What a committed full record holds: a finished run, a declared subset (:func:`subset`) or a
+    run that had not finished (:func:`_partial`), the last two possibly both."""
+    part = subset(record)
     given = "; ".join(f"{k} = {', '.join(map(str, v)) if isinstance(v, list) else v}"
                       for k, v in part.items())
-    return (f"Paper-scale subset of the full profile ({given}; the rest is not run at this scale: "
-            "the claims that need it are inconclusive or missing)")
+    of = (f" of a paper-scale subset ({given}; the rest is not run at this scale: the claims that "
+          "need it are inconclusive or missing)") if part else ""
+    return _partial(record, of) or f"Full-profile results{of}"
 
 
 def made_by_this_code(chapter: str, record: dict) -> bool:
@@ -280,7 +281,9 @@ def full_figures_myst(chapter: str, root: Path = FULL_RESULTS_DIR, quick: Path |
             "date": record.get("finished", ""), **({"seed": given["seed"]} if "seed" in given else {}),
             "parameters": given}
     out, same = [], []
-    unfinished = " (a run not finished)" if record.get("partial") else ""
+    notes = [n for n, on in (("a run not finished", record.get("partial")),
+                             ("a paper-scale subset", subset(record))) if on]
+    unfinished = f" ({', '.join(notes)})" if notes else ""
     for name, entry in json.loads(manifest.read_text()).items():
         paths = figure_files(folder / "figures", name)
         if quick is not None and same_pixels(paths["png"], quick / f"{name}.png"):
