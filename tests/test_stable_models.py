@@ -1006,3 +1006,22 @@ def test_train_all_plans_its_runs_per_piece(monkeypatch, tmp_path):
     assert set(plans) == {"jsb-rnn", "jsb-lstm", "atis-rnn", "atis-lstm"}
     assert all(p.current and p.done == 0 for p in plans.values())
     assert plans["atis-rnn"].total == 2 * len(S.seeds)  # stable and unstable, every seed
+
+
+def test_committed_table1_reads_the_tasks_whose_runs_are_all_committed(monkeypatch, tmp_path):
+    """Issue 47: Table 1 at the paper's sizes is shown from the committed pieces of the full run, a
+    task only when every model and seed of it is there."""
+    from rnnbook import cache as cache_mod, paths
+    monkeypatch.setattr(paths, "FULL_RESULTS_DIR", tmp_path)
+    S = settings.resolve(**(RESOLVE | {"tasks": ["jsb", "atis"], "n_seeds": 2}))
+    c = cache_mod.Cache(tmp_path / "stable_models" / "cache", paths.results_version("stable_models"))
+    summary = {"test": np.array(8.5), "w_norms": np.array([2.0, 1.5]), "cpu_s": np.array(1.0)}
+    jobs = [(t, cell, s, seed) for t in S.tasks for cell, s in experiments.MODELS for seed in S.seeds]
+    for job in jobs[:-1]:  # ATIS's last run missing
+        c.put(*train.fit_key(S, *job, {}), summary)
+    res = experiments.committed_table1(S)
+    assert set(res) == {("jsb", cell, s) for cell, s in experiments.MODELS}
+    rows = experiments.table1_rows(res, S)
+    assert [r["task"] for r in rows] == ["jsb"] * 4 and rows[0]["ours"] == "8.50 ± 0.00"
+    c.put(*train.fit_key(S, *jobs[-1], {}), summary)
+    assert len(experiments.committed_table1(S)) == 8

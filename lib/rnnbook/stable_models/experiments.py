@@ -113,10 +113,25 @@ def table1(cache, S: Settings, tds: dict[str, TaskData], progress=lambda it, **k
     return out
 
 
+def committed_table1(S_full: Settings) -> dict[tuple[str, str, bool], list[dict]]:
+    """F1 at the paper's sizes (``S_full``: the full profile's settings) from the pieces committed
+    in ``data/results/full/stable_models/cache`` (issue 47: a full run's training runs are pieces of
+    their own, kept before the run is judged), as :func:`table1` gives it, for each task whose runs
+    are committed at every seed; {} if none."""
+    from rnnbook.cache import Cache
+    from rnnbook.paths import FULL_RESULTS_DIR, results_version
+    cache = Cache(FULL_RESULTS_DIR / "stable_models" / "cache", results_version("stable_models"))
+    res = {(t, c, s): [cache.get(*fit_key(S_full, t, c, s, seed, {})) for seed in S_full.seeds]
+           for t in S_full.tasks for c, s in MODELS}
+    done = {t for t in S_full.tasks if all(None not in res[(t, c, s)] for c, s in MODELS)}
+    return {key: [dict(r) for r in runs] for key, runs in res.items() if key[0] in done}
+
+
 def table1_rows(res: dict, S: Settings) -> list[dict]:
-    """F1 as rows: test metric (mean ± sd over seeds), final ‖W_hh‖₂, recalled value."""
+    """F1 as rows: test metric (mean ± sd over seeds), final ‖W_hh‖₂, recalled value; the tasks of
+    ``S`` that ``res`` holds."""
     rows = []
-    for t in S.tasks:
+    for t in (t for t in S.tasks if (t, CELLS[0], False) in res):
         for c, s in MODELS:
             tests = [r["test"] for r in res[(t, c, s)]]
             norms = [r["w_norms"][-1] for r in res[(t, c, s)]]
